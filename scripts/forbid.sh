@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Greps for patterns the code must not contain (STYLE.md §8; just's bin/forbid).
+# They stand in for clippy's disallowed-methods, for which the fixed top level
+# has no room. A line may opt out with a trailing `// forbid: allow <pattern>`
+# comment that says why nearby.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+status=0
+check() {
+  local pattern=$1 why=$2; shift 2
+  local hits
+  hits=$(grep -rnE -- "$pattern" "$@" 2>/dev/null | grep -v 'forbid: allow' || true)
+  if [ -n "$hits" ]; then
+    echo "forbidden: $why"
+    echo "$hits"
+    status=1
+  fi
+}
+
+check 'dbg!\(' 'dbg! left in' src tests
+check 'todo!\(|unimplemented!\(' 'todo!/unimplemented! left in' src
+check 'FIXME' 'FIXME left in' src tests
+check 'remove_dir_all' 'remove_dir_all crosses mounts and deletes by path; delete through git or a checked walker' src
+check '\.unlock\(' 'never unlock a lease: close the descriptor (LOCK_UN frees every inherited copy)' src
+check 'FlockOperation::Unlock|libc::LOCK_UN' 'never LOCK_UN' src
+check 'Command::new' 'run git only through git.rs (launcher.rs runs the user command)' \
+  $(ls src/*.rs | grep -v -e 'src/git.rs' -e 'src/launcher.rs')
+exit $status

@@ -1,0 +1,517 @@
+//! The command line: clap types, requests, rendering (table and `--json`)
+//! and the exit-code table. The only module that prints.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use crate::error::{Class, Error, Result};
+use crate::git::Git;
+use crate::launcher::{ExecRequest, MinFree};
+use crate::paths::StateRoot;
+use crate::plan::Disposition;
+use crate::registry::{Loaded, Owner, Record, Registry, State};
+use crate::report::{GitInfo, RetireReport, TargetReport};
+use crate::retire::Engine;
+use crate::sys::Ended;
+
+/// Exit codes of every command but `exec` (SPEC "Exit codes").
+pub mod exit {
+    /// Done, or nothing to do.
+    pub const OK: u8 = 0;
+    /// Held: a gate refused.
+    pub const HELD: u8 = 1;
+    /// Usage error; nothing opened for writing.
+    pub const USAGE: u8 = 2;
+    /// lease could not work at all.
+    pub const FAILED: u8 = 3;
+    /// `exec`: lease failed before the command ran (the `env` convention).
+    pub const EXEC_FAILED: u8 = 125;
+}
+
+/// Decide when a git worktree may be deleted by who still uses it.
+#[derive(Debug, Parser)]
+#[command(name = "lease", version, about, max_term_width = 100)]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Debug, Subcommand)]
+enum Cmd {
+    /// Run a command in a leased worktree (created, or adopted with --adopt).
+    ///
+    /// The command and every descendant that keeps the inherited descriptor
+    /// hold the lease; retire refuses while any of them lives. lease's exit
+    /// status is the command's.
+    Exec {
+        /// Repository (default: the one containing the current directory).
+        #[arg(long, value_name = "R")]
+        repo: Option<PathBuf>,
+        /// Branch to check out (created at the base if missing; default lease/<id prefix>).
+        #[arg(long, value_name = "B")]
+        branch: Option<String>,
+        /// Base commit for a new branch (default: the repository's HEAD).
+        #[arg(long, value_name = "REV")]
+        base: Option<String>,
+        /// Lease an existing linked worktree instead of creating one.
+        #[arg(long, value_name = "PATH", conflicts_with_all = ["branch", "base", "repo"])]
+        adopt: Option<PathBuf>,
+        /// Keep the worktree after the command exits (record it `retained`).
+        #[arg(long)]
+        keep: bool,
+        /// Owner as KIND:NAME (default: $LEASE_OWNER, else manual:<user>).
+        #[arg(long, value_name = "KIND:NAME")]
+        owner: Option<String>,
+        /// Free-space watermark, bytes with a unit or a percentage (default 1G; $LEASE_MIN_FREE).
+        #[arg(long, value_name = "SIZE")]
+        min_free: Option<String>,
+        /// Print the after-exit retire disposition as JSON on stderr.
+        #[arg(long)]
+        json: bool,
+        /// The command and its arguments.
+        #[arg(last = true, required = true, value_name = "CMD")]
+        command: Vec<OsString>,
+    },
+    /// Remove worktrees nobody uses and nothing would be lost from.
+    Retire {
+        /// Record ids (or unique prefixes of 8+ hex digits) or worktree top directories.
+        targets: Vec<String>,
+        /// Every terminal or interrupted record.
+        #[arg(long)]
+        all: bool,
+        /// Say what would happen; change nothing, take no lock.
+        #[arg(long)]
+        dry_run: bool,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List records, their states and holders.
+    List {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show one record.
+    Show {
+        /// Record id or unique prefix.
+        id: String,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Parses the arguments, runs the command, and returns the exit code.
+pub fn run() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let is_exec = std::env::args_os().nth(1).is_some_and(|a| a == "exec");
+            let _ = e.print();
+            return match e.kind() {
+                clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => {
+                    ExitCode::SUCCESS
+                }
+                _ if is_exec => ExitCode::from(exit::EXEC_FAILED),
+                _ => ExitCode::from(exit::USAGE),
+            };
+        }
+    };
+    match cli.command {
+        Cmd::Exec {
+            repo,
+            branch,
+            base,
+            adopt,
+            keep,
+            owner,
+            min_free,
+            json,
+            command,
+        } => {
+            let req = (|| -> Result<ExecRequest> {
+                Ok(ExecRequest {
+                    repo,
+                    branch,
+                    base,
+                    adopt,
+                    keep,
+                    owner: owner.as_deref().map(Owner::parse).transpose()?,
+                    min_free: min_free.as_deref().map(MinFree::parse).transpose()?,
+                    command,
+                })
+            })();
+            exec(req, json)
+        }
+        Cmd::Retire {
+            targets,
+            all,
+            dry_run,
+            json,
+        } => finish(retire(&targets, all, dry_run, json)),
+        Cmd::List { json } => finish(list(json)),
+        Cmd::Show { id, json } => finish(show(&id, json)),
+    }
+}
+
+fn class_code(c: Class) -> u8 {
+    match c {
+        Class::Held => exit::HELD,
+        Class::Usage => exit::USAGE,
+        Class::Failed => exit::FAILED,
+    }
+}
+
+fn print_error(e: &Error) {
+    match e.reason() {
+        Some(r) => {
+            eprintln!("error: {e} [{}]", r.code());
+            eprintln!("hint: {}", r.next_action());
+        }
+        None => eprintln!("error: {e}"),
+    }
+}
+
+fn finish(r: Result<u8>) -> ExitCode {
+    match r {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            print_error(&e);
+            ExitCode::from(class_code(e.class()))
+        }
+    }
+}
+
+fn exec(req: Result<ExecRequest>, json: bool) -> ExitCode {
+    let result = req.and_then(crate::launcher::exec);
+    let res = match result {
+        Ok(r) => r,
+        Err(e) => {
+            print_error(&e);
+            return ExitCode::from(exit::EXEC_FAILED);
+        }
+    };
+    for n in &res.notes {
+        eprintln!("{n}");
+    }
+    if let Some(t) = &res.retire {
+        if json {
+            eprintln!("{}", serde_json::to_string(t).expect("a report serializes"));
+        } else {
+            for line in render_target(t) {
+                eprintln!("lease: {line}");
+            }
+        }
+    }
+    match res.ended {
+        Ended::Code(c) => ExitCode::from(u8::try_from(c & 0xff).unwrap_or(exit::EXEC_FAILED)),
+        Ended::Signal(s) => {
+            crate::sys::die_of(s);
+            ExitCode::from(u8::try_from(128 + s).unwrap_or(exit::EXEC_FAILED))
+        }
+    }
+}
+
+fn retire(targets: &[String], all: bool, dry_run: bool, json: bool) -> Result<u8> {
+    if targets.is_empty() && !all {
+        return Err(Error::Usage(
+            "name a record id or worktree path, or pass --all".into(),
+        ));
+    }
+    if !targets.is_empty() && all {
+        return Err(Error::Usage("--all takes no targets".into()));
+    }
+    let root = if dry_run {
+        match StateRoot::open_existing()? {
+            Some(r) => r,
+            None => {
+                return Err(Error::Usage(
+                    "no state root yet: nothing is recorded".into(),
+                ));
+            }
+        }
+    } else {
+        StateRoot::open_or_create()?
+    };
+    let reg = Registry::new(root);
+    let git = Git::resolve()?;
+    let info = GitInfo {
+        path: git.path().to_string_lossy().into_owned(),
+        version: git.version().to_string(),
+    };
+    let engine = Engine::new(reg.clone(), git, dry_run);
+    let mut ids: Vec<Result<String, TargetReport>> = Vec::new();
+    if all {
+        for l in reg.scan()? {
+            match l {
+                Loaded::Ok(r) if matches!(r.state, State::Terminal | State::Interrupted) => {
+                    ids.push(Ok(r.id.clone()))
+                }
+                Loaded::Ok(_) => {}
+                Loaded::Bad { id, path, problem } => {
+                    let mut t = TargetReport::new(Some(id), None, Disposition::Held);
+                    t.error = Some(format!("record `{}` is {problem}", path.display()));
+                    ids.push(Err(t));
+                }
+            }
+        }
+    } else {
+        for t in targets {
+            ids.push(resolve_target(&engine, t)?);
+        }
+    }
+    let reports: Vec<TargetReport> = ids
+        .into_iter()
+        .map(|r| match r {
+            Ok(id) => engine.retire(&id),
+            Err(t) => t,
+        })
+        .collect();
+    let code = reports.iter().map(target_code).max().unwrap_or(exit::OK);
+    let report = RetireReport {
+        dry_run,
+        git: info,
+        targets: reports,
+    };
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report).expect("a report serializes")
+        );
+    } else if report.targets.is_empty() {
+        println!("nothing to retire");
+    } else {
+        for t in &report.targets {
+            for line in render_target(t) {
+                println!("{line}");
+            }
+        }
+    }
+    Ok(code)
+}
+
+/// Maps a target name to a record id; an unrecorded worktree is a held target.
+fn resolve_target(engine: &Engine, t: &str) -> Result<Result<String, TargetReport>> {
+    let looks_like_id = t.len() >= 8
+        && t.bytes().all(|b| b.is_ascii_hexdigit())
+        && !std::path::Path::new(t).exists();
+    if looks_like_id {
+        return engine.registry().resolve(t).map(Ok);
+    }
+    let path = PathBuf::from(t);
+    if !path.exists() {
+        return Err(Error::Usage(format!(
+            "`{t}` is neither a record id nor an existing path"
+        )));
+    }
+    match engine.find_by_path(&path)? {
+        Some(id) => Ok(Ok(id)),
+        None => {
+            let hold = crate::plan::Hold::new(
+                crate::plan::HoldReason::NotRecorded,
+                format!("`{t}` has no lease record"),
+            );
+            Ok(Err(TargetReport::new(
+                None,
+                Some(t.to_string()),
+                Disposition::Held,
+            )
+            .held(&[hold])))
+        }
+    }
+}
+
+fn target_code(t: &TargetReport) -> u8 {
+    if t.error.is_some() {
+        return exit::FAILED;
+    }
+    match t.disposition {
+        Disposition::Removed | Disposition::WouldRemove => exit::OK,
+        Disposition::Held | Disposition::Retained => exit::HELD,
+    }
+}
+
+fn render_target(t: &TargetReport) -> Vec<String> {
+    let what = t.worktree.clone().unwrap_or_default();
+    let id =
+        t.id.as_deref()
+            .map(|i| &i[..12.min(i.len())])
+            .unwrap_or("-");
+    let mut out = Vec::new();
+    match t.disposition {
+        Disposition::Removed => {
+            let mut s = format!("removed `{what}` ({id})");
+            if let Some(a) = &t.archive {
+                s.push_str(&format!(
+                    "; archived {} commit(s) to `{}`",
+                    a.commits, a.location
+                ));
+            }
+            if let Some(tb) = &t.tombstone {
+                s.push_str(&format!("; reclaimed {} bytes", tb.bytes_reclaimed));
+            }
+            out.push(s);
+        }
+        Disposition::WouldRemove => {
+            out.push(format!(
+                "would remove `{what}` ({id}): {}",
+                t.detail.join("; ")
+            ));
+        }
+        Disposition::Held | Disposition::Retained => {
+            let word = if t.disposition == Disposition::Retained {
+                "retained"
+            } else {
+                "held"
+            };
+            let codes: Vec<String> = t.reasons.iter().map(|r| r.code()).collect();
+            out.push(format!("{word} `{what}` ({id}): {}", codes.join(", ")));
+            for d in &t.detail {
+                out.push(format!("  {d}"));
+            }
+            if let Some(e) = &t.error {
+                out.push(format!("  error: {e}"));
+            }
+            if let Some(n) = &t.next {
+                out.push(format!("  hint: {n}"));
+            }
+        }
+    }
+    out
+}
+
+fn record_json(r: &Record) -> serde_json::Value {
+    let mut v = serde_json::to_value(r).expect("a record serializes");
+    let holders = r
+        .lease
+        .as_ref()
+        .map(|l| crate::procs::holders(l.id()).0)
+        .unwrap_or_default();
+    v["holders"] = serde_json::json!(holders);
+    v
+}
+
+fn list(json: bool) -> Result<u8> {
+    let Some(root) = StateRoot::open_existing()? else {
+        if json {
+            println!("[]");
+        } else {
+            println!("no records");
+        }
+        return Ok(exit::OK);
+    };
+    let reg = Registry::new(root);
+    let loaded = reg.scan()?;
+    if json {
+        let items: Vec<serde_json::Value> = loaded
+            .iter()
+            .map(|l| match l {
+                Loaded::Ok(r) => record_json(r),
+                Loaded::Bad { id, path, problem } => serde_json::json!({
+                    "id": id, "state": "unreadable", "path": path.to_string_lossy(), "problem": problem
+                }),
+            })
+            .collect();
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&items).expect("json serializes")
+        );
+        return Ok(exit::OK);
+    }
+    if loaded.is_empty() {
+        println!("no records");
+        return Ok(exit::OK);
+    }
+    println!(
+        "{:<12}  {:<11}  {:<7}  {:<8}  {:<20}  {:<20}  WORKTREE",
+        "ID", "STATE", "ORIGIN", "HOLDERS", "OWNER", "BRANCH"
+    );
+    for l in &loaded {
+        match l {
+            Loaded::Ok(r) => {
+                let holders = r
+                    .lease
+                    .as_ref()
+                    .map(|l| crate::procs::holders(l.id()).0.len())
+                    .unwrap_or(0);
+                println!(
+                    "{:<12}  {:<11}  {:<7}  {:<8}  {:<20}  {:<20}  {}",
+                    &r.id[..12],
+                    r.state.name(),
+                    match r.origin {
+                        crate::registry::Origin::Created => "created",
+                        crate::registry::Origin::Adopted => "adopted",
+                    },
+                    holders,
+                    format!("{}:{}", r.owner.kind, r.owner.name),
+                    r.branch.as_deref().unwrap_or("(detached)"),
+                    r.worktree.as_ref().map(|w| w.path.as_str()).unwrap_or("-"),
+                );
+            }
+            Loaded::Bad { id, problem, .. } => {
+                println!(
+                    "{:<12}  {:<11}  {problem}",
+                    &id[..12.min(id.len())],
+                    "unreadable"
+                );
+            }
+        }
+    }
+    Ok(exit::OK)
+}
+
+fn show(id: &str, json: bool) -> Result<u8> {
+    let Some(root) = StateRoot::open_existing()? else {
+        return Err(Error::Usage(format!("no record matches `{id}`")));
+    };
+    let reg = Registry::new(root);
+    let id = reg.resolve(id)?;
+    let r = reg.get(&id)?;
+    let v = record_json(&r);
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&v).expect("json serializes")
+        );
+        return Ok(exit::OK);
+    }
+    println!("id:        {}", r.id);
+    println!("state:     {}", r.state.name());
+    println!(
+        "worktree:  {}",
+        r.worktree.as_ref().map(|w| w.path.as_str()).unwrap_or("-")
+    );
+    println!("repo:      {}", r.repo);
+    println!("branch:    {}", r.branch.as_deref().unwrap_or("(detached)"));
+    println!("owner:     {}:{}", r.owner.kind, r.owner.name);
+    println!("holders:   {}", v["holders"]);
+    if let Some(o) = &r.outcome {
+        match (o.code, o.signal) {
+            (Some(c), _) => println!("outcome:   exit {c} at {}", o.at),
+            (_, Some(s)) => println!("outcome:   signal {s} at {}", o.at),
+            _ => {}
+        }
+    }
+    if let Some(a) = &r.archive {
+        println!(
+            "archive:   {} ({} commit(s), sha256 {})",
+            a.location, a.commits, a.sha256
+        );
+    }
+    if let Some(at) = r.attempts.last() {
+        let codes: Vec<String> = at.reasons.iter().map(|c| c.code()).collect();
+        println!("last hold: {} at {}", codes.join(", "), at.at);
+    }
+    if let Some(t) = &r.tombstone {
+        println!(
+            "removed:   {} ({} bytes reclaimed)",
+            t.removed_at, t.bytes_reclaimed
+        );
+    }
+    Ok(exit::OK)
+}

@@ -1,0 +1,137 @@
+//! Errors: what lease could not find out or do, with the path or command it concerns.
+//!
+//! An `Err` means lease could not work; a worktree that a gate refused is a
+//! normal [`crate::plan::Disposition::Held`], not an error (STYLE.md §3).
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// The result type of the library.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong in lease itself.
+///
+/// Each variant maps to an exit class through [`Error::class`]; the CLI turns
+/// the class into an exit code.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// An I/O error on a named path.
+    #[error("{action} `{path}`: {source}")]
+    Io {
+        /// What lease was doing (`cannot open`, `cannot write`, ...).
+        action: &'static str,
+        /// The path concerned.
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: io::Error,
+    },
+    /// A git command failed or printed what lease cannot accept.
+    #[error("git {args} failed ({status}): {stderr}")]
+    Git {
+        /// The arguments, joined by spaces, for the message.
+        args: String,
+        /// The exit status, as text.
+        status: String,
+        /// What git printed on stderr, trimmed.
+        stderr: String,
+    },
+    /// The caller asked for something malformed; nothing was opened for writing.
+    #[error("{0}")]
+    Usage(String),
+    /// A registry record cannot be changed: corrupt, unreadable or of a newer schema.
+    #[error("record `{path}` is {problem}")]
+    Record {
+        /// The record file.
+        path: PathBuf,
+        /// What is wrong with it.
+        problem: String,
+    },
+    /// The state root or a directory under it is not safe to use (reason `lease-dir-unsafe`).
+    #[error("unsafe directory `{path}`: {problem}")]
+    UnsafeDir {
+        /// The directory.
+        path: PathBuf,
+        /// What is wrong with it.
+        problem: String,
+    },
+    /// A refusal with a reason code that ends the command (for `exec`: exit 125).
+    #[error("{detail}")]
+    Refused {
+        /// The reason code.
+        reason: crate::plan::HoldReason,
+        /// What was found, with the path.
+        detail: String,
+    },
+}
+
+/// Exit classes of SPEC "Exit codes"; `cli.rs` maps them to numbers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Class {
+    /// A gate refused (exit 1).
+    Held,
+    /// Malformed request, nothing written (exit 2).
+    Usage,
+    /// lease could not work at all (exit 3).
+    Failed,
+}
+
+impl Error {
+    /// Returns the exit class of this error.
+    pub fn class(&self) -> Class {
+        match self {
+            Error::Usage(_) => Class::Usage,
+            Error::Refused { .. } | Error::Git { .. } => Class::Held,
+            Error::Io { .. } | Error::Record { .. } | Error::UnsafeDir { .. } => Class::Failed,
+        }
+    }
+
+    /// Returns the reason code this error stands for, when it has one.
+    pub fn reason(&self) -> Option<crate::plan::HoldReason> {
+        use crate::plan::HoldReason;
+        match self {
+            Error::Refused { reason, .. } => Some(*reason),
+            Error::UnsafeDir { .. } => Some(HoldReason::LeaseDirUnsafe),
+            Error::Git { .. } => Some(HoldReason::GitFailed),
+            _ => None,
+        }
+    }
+
+    /// Builds a refusal with a reason code.
+    pub fn refused(reason: crate::plan::HoldReason, detail: impl Into<String>) -> Self {
+        Error::Refused {
+            reason,
+            detail: detail.into(),
+        }
+    }
+}
+
+/// Attaches a path to an I/O error (jj `file_util.rs`, cargo-util `paths.rs`).
+pub trait IoResultExt<T> {
+    /// Wraps the error as [`Error::Io`] with `action` and `path`.
+    fn at_do(self, action: &'static str, path: &Path) -> Result<T>;
+    /// Wraps the error as [`Error::Io`] with the generic action `cannot access`.
+    fn at(self, path: &Path) -> Result<T>;
+}
+
+impl<T> IoResultExt<T> for io::Result<T> {
+    fn at_do(self, action: &'static str, path: &Path) -> Result<T> {
+        self.map_err(|source| Error::Io {
+            action,
+            path: path.to_path_buf(),
+            source,
+        })
+    }
+    fn at(self, path: &Path) -> Result<T> {
+        self.at_do("cannot access", path)
+    }
+}
+
+impl<T> IoResultExt<T> for rustix::io::Result<T> {
+    fn at_do(self, action: &'static str, path: &Path) -> Result<T> {
+        self.map_err(io::Error::from).at_do(action, path)
+    }
+    fn at(self, path: &Path) -> Result<T> {
+        self.at_do("cannot access", path)
+    }
+}

@@ -1,0 +1,37 @@
+//! Fault injection for tests: crash or pause at a named step.
+//!
+//! Compiled in only with the cargo feature `fault-injection`; without it,
+//! [`point`] is an empty function and the `LEASE_FI_*` variables are never
+//! read, so a shipped binary cannot be steered into a half-done state
+//! (reliability.md finding 8: cargo's release binary reads a test clock).
+//!
+//! - `LEASE_FI_CRASH=<step>`: the process kills itself with SIGKILL at `step`.
+//! - `LEASE_FI_PAUSE=<step>` with `LEASE_FI_DIR=<dir>`: at `step` lease creates
+//!   `<dir>/paused-<step>` and waits until `<dir>/resume-<step>` exists.
+
+/// Marks a named step; see the module docs.
+#[cfg(feature = "fault-injection")]
+pub fn point(step: &str) {
+    if std::env::var_os("LEASE_FI_CRASH").is_some_and(|s| s == step) {
+        crate::sys::kill_self();
+    }
+    if std::env::var_os("LEASE_FI_PAUSE").is_some_and(|s| s == step) {
+        let Some(dir) = std::env::var_os("LEASE_FI_DIR").map(std::path::PathBuf::from) else {
+            return;
+        };
+        let _ = std::fs::write(
+            dir.join(format!("paused-{step}")),
+            std::process::id().to_string(),
+        );
+        while !dir.join(format!("resume-{step}")).exists() {
+            // A pause point waits for the test harness; polling here is lease
+            // waiting on a file, not a test waiting on time.
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    }
+}
+
+/// Marks a named step; without the `fault-injection` feature it does nothing.
+#[cfg(not(feature = "fault-injection"))]
+#[inline(always)]
+pub fn point(_step: &str) {}

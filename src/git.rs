@@ -1,0 +1,623 @@
+//! The only way lease reaches git: a sanitized command builder (SPEC
+//! "Sanitized git"), typed probes, and pure parsers of `-z` output.
+//!
+//! Every probe runs the git binary resolved once, with an empty environment
+//! plus an allowlist, no system or global config, every program-running
+//! setting neutralized with `-c` (or, for filter drivers whose names may hold
+//! `=`, through `GIT_CONFIG_COUNT`), `--no-optional-locks` so probes never
+//! rewrite the index, `LC_ALL=C`, null stdin, and machine formats only.
+//! The one exception is [`Git::user`], for `git worktree add` in exec, which
+//! keeps the user's own config (their hooks and LFS filters are theirs).
+
+use std::ffi::{OsStr, OsString};
+use std::fs::File;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use crate::error::{Error, IoResultExt, Result};
+use crate::plan::StatusEntry;
+
+/// The oldest git lease accepts: `git worktree list -z` arrived in 2.36.
+pub const MIN_GIT: (u32, u32) = (2, 36);
+
+/// Settings that would let repository config run a program during lease's
+/// own git calls (research/crates.md §3, reliability.md V6 and V15).
+const OVERRIDES: &[&str] = &[
+    "core.fsmonitor=false",
+    "core.hooksPath=/dev/null",
+    "core.pager=cat",
+    "diff.external=",
+    "core.sshCommand=false",
+    "credential.helper=",
+    "core.askPass=",
+    "core.editor=false",
+    "gc.auto=0",
+    "maintenance.auto=false",
+    "status.showUntrackedFiles=all",
+    "protocol.allow=never",
+    "protocol.file.allow=always",
+];
+
+/// Environment variables a sanitized git keeps from lease's own environment.
+const KEEP_ENV: &[&str] = &["PATH", "HOME", "TMPDIR"];
+
+/// A resolved git binary.
+#[derive(Debug, Clone)]
+pub struct Git {
+    bin: PathBuf,
+    version: String,
+}
+
+impl Git {
+    /// Resolves git once: `$LEASE_GIT` (absolute), else the first `git` on
+    /// `PATH` that is not lease's own shim. Checks the version is at least
+    /// [`MIN_GIT`].
+    pub fn resolve() -> Result<Git> {
+        let bin = match std::env::var_os("LEASE_GIT").filter(|v| !v.is_empty()) {
+            Some(p) => {
+                let p = PathBuf::from(p);
+                if !p.is_absolute() {
+                    return Err(Error::Usage(format!(
+                        "LEASE_GIT `{}` is not an absolute path",
+                        p.display()
+                    )));
+                }
+                p
+            }
+            None => find_on_path().ok_or_else(|| {
+                Error::refused(
+                    crate::plan::HoldReason::GitFailed,
+                    "no git found on PATH; install git or set LEASE_GIT",
+                )
+            })?,
+        };
+        let mut git = Git {
+            bin,
+            version: String::new(),
+        };
+        let out = git.raw(None).arg("--version").run()?;
+        let text = String::from_utf8_lossy(&out).trim().to_string();
+        match parse_version(&text) {
+            Some(v) if v >= MIN_GIT => {}
+            _ => {
+                return Err(Error::refused(
+                    crate::plan::HoldReason::GitFailed,
+                    format!(
+                        "`{}` reports `{text}`; lease needs git {}.{} or newer",
+                        git.bin.display(),
+                        MIN_GIT.0,
+                        MIN_GIT.1
+                    ),
+                ));
+            }
+        }
+        git.version = text;
+        Ok(git)
+    }
+
+    /// The binary's path.
+    pub fn path(&self) -> &Path {
+        &self.bin
+    }
+
+    /// What `git --version` printed.
+    pub fn version(&self) -> &str {
+        &self.version
+    }
+
+    fn raw(&self, dir: Option<&Path>) -> Cmd {
+        let mut c = Command::new(&self.bin);
+        c.env_clear();
+        for k in KEEP_ENV {
+            if let Some(v) = std::env::var_os(k) {
+                c.env(k, v);
+            }
+        }
+        c.env("LC_ALL", "C")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_NO_REPLACE_OBJECTS", "1")
+            .env("GIT_TERMINAL_PROMPT", "0")
+            .stdin(Stdio::null());
+        if let Some(d) = dir {
+            c.current_dir(d);
+        }
+        Cmd {
+            inner: c,
+            shown: Vec::new(),
+        }
+    }
+
+    /// A sanitized git for the repository whose common git dir is `common`.
+    /// Reads the names of its filter drivers once, to neutralize them.
+    pub fn repo(&self, common: &Path) -> Result<RepoGit> {
+        let out = self
+            .sanitized(Some(common), &[])
+            .args(["config", "-z", "--get-regexp", r"^filter\."])
+            .output()?;
+        // Exit 1 means no filter driver is configured.
+        if !out.ok && out.code != Some(1) {
+            return Err(out.error());
+        }
+        Ok(RepoGit {
+            git: self.clone(),
+            filters: parse_filter_drivers(&out.stdout),
+        })
+    }
+
+    fn sanitized(&self, dir: Option<&Path>, filters: &[Vec<u8>]) -> Cmd {
+        let mut c = self.raw(dir);
+        // Replace refs can fake "already pushed" (research/crates.md §3).
+        c.args(["--no-optional-locks", "--no-replace-objects"]);
+        for o in OVERRIDES {
+            c.arg("-c").arg(o);
+        }
+        let mut n = 0;
+        for d in filters {
+            for (key, value) in [
+                ("clean", ""),
+                ("smudge", ""),
+                ("process", ""),
+                ("required", "false"),
+            ] {
+                let mut k = b"filter.".to_vec();
+                k.extend_from_slice(d);
+                k.push(b'.');
+                k.extend_from_slice(key.as_bytes());
+                c.inner
+                    .env(format!("GIT_CONFIG_KEY_{n}"), OsString::from_vec(k));
+                c.inner.env(format!("GIT_CONFIG_VALUE_{n}"), value);
+                n += 1;
+            }
+        }
+        if n > 0 {
+            c.inner.env("GIT_CONFIG_COUNT", n.to_string());
+        }
+        c
+    }
+
+    /// A sanitized git run in `dir`, before the repository is known (no
+    /// filter-driver overrides; use it only for commands that run no filter,
+    /// such as `rev-parse`).
+    pub fn plain(&self, dir: &Path) -> Cmd {
+        self.sanitized(Some(dir), &[])
+    }
+
+    /// A git with the user's own config (but no `GIT_*` or `LEASE_*` from the
+    /// environment, so git never sees the lease), for `git worktree add`.
+    pub fn user(&self, dir: &Path) -> Cmd {
+        let mut c = Command::new(&self.bin);
+        for (k, _) in std::env::vars_os() {
+            let k = k.as_bytes();
+            if k.starts_with(b"GIT_") || k.starts_with(b"LEASE_") {
+                c.env_remove(OsStr::from_bytes(k));
+            }
+        }
+        c.current_dir(dir).stdin(Stdio::null());
+        Cmd {
+            inner: c,
+            shown: Vec::new(),
+        }
+    }
+}
+
+/// A sanitized git bound to one repository's filter-driver overrides.
+#[derive(Debug, Clone)]
+pub struct RepoGit {
+    git: Git,
+    filters: Vec<Vec<u8>>,
+}
+
+impl RepoGit {
+    /// A sanitized command run in `dir` (a worktree, or the common git dir).
+    pub fn cmd(&self, dir: &Path) -> Cmd {
+        self.git.sanitized(Some(dir), &self.filters)
+    }
+
+    /// The underlying git.
+    pub fn git(&self) -> &Git {
+        &self.git
+    }
+}
+
+/// One git invocation being built.
+#[derive(Debug)]
+pub struct Cmd {
+    inner: Command,
+    shown: Vec<String>,
+}
+
+/// What a git invocation produced.
+#[derive(Debug)]
+pub struct Output {
+    /// True if it exited 0 and printed no warning lease must heed.
+    pub ok: bool,
+    /// The exit code, if it exited.
+    pub code: Option<i32>,
+    /// stdout bytes.
+    pub stdout: Vec<u8>,
+    /// stderr bytes.
+    pub stderr: Vec<u8>,
+    args: String,
+}
+
+impl Output {
+    /// Turns a failed run into [`Error::Git`].
+    pub fn error(&self) -> Error {
+        Error::Git {
+            args: self.args.clone(),
+            status: self
+                .code
+                .map_or_else(|| "killed".to_string(), |c| format!("exit {c}")),
+            stderr: String::from_utf8_lossy(&self.stderr)
+                .lines()
+                .take(4)
+                .collect::<Vec<_>>()
+                .join(" / ")
+                .trim()
+                .to_string(),
+        }
+    }
+}
+
+impl Cmd {
+    /// Adds one argument.
+    pub fn arg(&mut self, a: impl AsRef<OsStr>) -> &mut Self {
+        self.shown.push(a.as_ref().to_string_lossy().into_owned());
+        self.inner.arg(a);
+        self
+    }
+
+    /// Adds arguments.
+    pub fn args<I, S>(&mut self, args: I) -> &mut Self
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        for a in args {
+            self.arg(a);
+        }
+        self
+    }
+
+    /// Feeds `file` as stdin.
+    pub fn stdin(&mut self, file: File) -> &mut Self {
+        self.inner.stdin(file);
+        self
+    }
+
+    /// Runs it and returns what it produced, whatever the exit status.
+    pub fn output(&mut self) -> Result<Output> {
+        let args = self
+            .shown
+            .iter()
+            .filter(|a| !OVERRIDES.contains(&a.as_str()) && !a.starts_with("--no-") && *a != "-c")
+            .cloned()
+            .collect::<Vec<_>>()
+            .join(" ");
+        let out = self
+            .inner
+            .stderr(Stdio::piped())
+            .stdout(Stdio::piped())
+            .output()
+            .at_do("cannot run git", Path::new(self.inner.get_program()))?;
+        Ok(Output {
+            ok: out.status.success(),
+            code: out.status.code(),
+            stdout: out.stdout,
+            stderr: out.stderr,
+            args,
+        })
+    }
+
+    /// Runs it and returns stdout; a non-zero exit is [`Error::Git`].
+    pub fn run(&mut self) -> Result<Vec<u8>> {
+        let out = self.output()?;
+        if !out.ok {
+            return Err(out.error());
+        }
+        Ok(out.stdout)
+    }
+
+    /// Runs it and returns stdout; a non-zero exit *or any stderr output* is
+    /// [`Error::Git`]. For probes: git warns on stderr and exits 0 when it
+    /// cannot read a directory (reliability.md V14).
+    pub fn probe(&mut self) -> Result<Vec<u8>> {
+        let out = self.output()?;
+        if !out.ok || !out.stderr.is_empty() {
+            return Err(out.error());
+        }
+        Ok(out.stdout)
+    }
+}
+
+fn find_on_path() -> Option<PathBuf> {
+    let own_dir = std::env::current_exe()
+        .ok()
+        .and_then(|e| e.parent().map(Path::to_path_buf));
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .filter(|d| d.is_absolute() && Some(d) != own_dir.as_ref())
+        .map(|d| d.join("git"))
+        .find(|p| is_executable(p) && !is_lease_shim(p))
+}
+
+fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// lease's own git shim carries this marker; git must never be the shim.
+fn is_lease_shim(p: &Path) -> bool {
+    let mut buf = [0u8; 4096];
+    let n = File::open(p)
+        .and_then(|mut f| std::io::Read::read(&mut f, &mut buf))
+        .unwrap_or(0);
+    buf[..n].windows(10).any(|w| w == b"lease-shim")
+}
+
+/// Parses `git version 2.47.3` (and vendor suffixes) into (major, minor).
+pub fn parse_version(s: &str) -> Option<(u32, u32)> {
+    let v = s.strip_prefix("git version ")?;
+    let mut it = v.split(|c: char| !c.is_ascii_digit());
+    Some((it.next()?.parse().ok()?, it.next()?.parse().ok()?))
+}
+
+/// Parses `git config -z --get-regexp '^filter\.'` into driver names
+/// (`filter.<name>.<key>`; the name may hold dots or `=`).
+pub fn parse_filter_drivers(out: &[u8]) -> Vec<Vec<u8>> {
+    let mut names: Vec<Vec<u8>> = Vec::new();
+    for rec in out.split(|&b| b == 0).filter(|r| !r.is_empty()) {
+        // Each record is `key\nvalue`.
+        let key = rec.split(|&b| b == b'\n').next().unwrap_or(rec);
+        let Some(rest) = key.strip_prefix(b"filter.") else {
+            continue;
+        };
+        let Some(dot) = rest.iter().rposition(|&b| b == b'.') else {
+            continue;
+        };
+        let name = rest[..dot].to_vec();
+        if !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    names
+}
+
+/// One entry of `git worktree list --porcelain -z`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WorktreeEntry {
+    /// The top directory, raw bytes.
+    pub path: Vec<u8>,
+    /// HEAD commit.
+    pub head: Option<String>,
+    /// Full branch ref (`refs/heads/x`), if on a branch.
+    pub branch: Option<Vec<u8>>,
+    /// True for a bare main repository.
+    pub bare: bool,
+    /// True for a detached HEAD.
+    pub detached: bool,
+    /// `Some(reason)` if locked (reason may be empty).
+    pub locked: Option<String>,
+    /// `Some(reason)` if git considers it prunable.
+    pub prunable: Option<String>,
+}
+
+impl WorktreeEntry {
+    /// The top directory as a path.
+    pub fn path(&self) -> PathBuf {
+        PathBuf::from(OsString::from_vec(self.path.clone()))
+    }
+}
+
+/// Parses `git worktree list --porcelain -z`: attribute fields separated by
+/// NUL, entries by an empty field. The first entry is the main worktree.
+/// Since fields end at NUL, a newline in a path or lock reason cannot forge
+/// an attribute (t2402 "locked reason newline escaped").
+pub fn parse_worktrees(out: &[u8]) -> Vec<WorktreeEntry> {
+    let mut all = Vec::new();
+    let mut cur: Option<WorktreeEntry> = None;
+    for field in out.split(|&b| b == 0) {
+        if field.is_empty() {
+            if let Some(e) = cur.take() {
+                all.push(e);
+            }
+            continue;
+        }
+        let (key, value) = match field.iter().position(|&b| b == b' ') {
+            Some(i) => (&field[..i], Some(&field[i + 1..])),
+            None => (field, None),
+        };
+        let text = |v: Option<&[u8]>| v.map(|v| String::from_utf8_lossy(v).into_owned());
+        match key {
+            b"worktree" => {
+                if let Some(e) = cur.take() {
+                    all.push(e);
+                }
+                cur = Some(WorktreeEntry {
+                    path: value.unwrap_or_default().to_vec(),
+                    ..Default::default()
+                });
+            }
+            _ => {
+                let Some(e) = cur.as_mut() else { continue };
+                match key {
+                    b"HEAD" => e.head = text(value),
+                    b"branch" => e.branch = value.map(<[u8]>::to_vec),
+                    b"bare" => e.bare = true,
+                    b"detached" => e.detached = true,
+                    b"locked" => e.locked = Some(text(value).unwrap_or_default()),
+                    b"prunable" => e.prunable = Some(text(value).unwrap_or_default()),
+                    _ => {}
+                }
+            }
+        }
+    }
+    if let Some(e) = cur {
+        all.push(e);
+    }
+    all
+}
+
+/// Parses `git status --porcelain=v1 -z`: `XY path\0`, and for a rename or
+/// copy (`R`/`C` in X or Y) a second field, the original path.
+pub fn parse_status(out: &[u8]) -> Vec<StatusEntry> {
+    let mut v = Vec::new();
+    let mut fields = out.split(|&b| b == 0);
+    while let Some(f) = fields.next() {
+        if f.len() < 4 {
+            continue;
+        }
+        let xy = [f[0], f[1]];
+        v.push(StatusEntry {
+            xy,
+            path: f[3..].to_vec(),
+        });
+        if matches!(xy[0], b'R' | b'C') || matches!(xy[1], b'R' | b'C') {
+            fields.next();
+        }
+    }
+    v
+}
+
+/// An index entry flagged skip-worktree or assume-unchanged.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HiddenEntry {
+    /// The `ls-files -v` tag (`S` skip-worktree, lowercase assume-unchanged).
+    pub tag: u8,
+    /// The index mode (`100644`, `120000`, ...).
+    pub mode: String,
+    /// The blob the index records.
+    pub oid: String,
+    /// Path relative to the top, raw bytes.
+    pub path: Vec<u8>,
+}
+
+/// Parses `git ls-files -v -s -z` (`<tag> <mode> <oid> <stage>\t<path>\0`)
+/// and keeps entries whose tag marks them skip-worktree (`S`) or
+/// assume-unchanged (a lowercase tag); git-ls-files(1) `-v`.
+pub fn parse_hidden(out: &[u8]) -> Vec<HiddenEntry> {
+    let mut v = Vec::new();
+    for rec in out.split(|&b| b == 0).filter(|r| r.len() > 2) {
+        let tag = rec[0];
+        if !(tag == b'S' || tag.is_ascii_lowercase()) {
+            continue;
+        }
+        let Some(tab) = rec.iter().position(|&b| b == b'\t') else {
+            continue;
+        };
+        let meta = String::from_utf8_lossy(&rec[2..tab]).into_owned();
+        let mut parts = meta.split(' ');
+        let (Some(mode), Some(oid)) = (parts.next(), parts.next()) else {
+            continue;
+        };
+        v.push(HiddenEntry {
+            tag,
+            mode: mode.to_string(),
+            oid: oid.to_string(),
+            path: rec[tab + 1..].to_vec(),
+        });
+    }
+    v
+}
+
+/// Parses lines of object ids (rev-list, reflog), dropping blanks and duplicates, keeping order.
+pub fn parse_oids(out: &[u8]) -> Vec<String> {
+    let mut v: Vec<String> = Vec::new();
+    for l in String::from_utf8_lossy(out).lines() {
+        let l = l.trim();
+        if !l.is_empty() && l.bytes().all(|b| b.is_ascii_hexdigit()) && !v.iter().any(|x| x == l) {
+            v.push(l.to_string());
+        }
+    }
+    v
+}
+
+/// Returns the first line of `out` as text, trimmed.
+pub fn first_line(out: &[u8]) -> String {
+    String::from_utf8_lossy(out)
+        .lines()
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_string()
+}
+
+/// Parses `git bundle list-heads` (`<oid> <ref>` lines) into pairs.
+pub fn parse_heads(out: &[u8]) -> Vec<(String, String)> {
+    String::from_utf8_lossy(out)
+        .lines()
+        .filter_map(|l| {
+            let (oid, r) = l.split_once(' ')?;
+            Some((oid.to_string(), r.to_string()))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn version() {
+        assert_eq!(parse_version("git version 2.47.3"), Some((2, 47)));
+        assert_eq!(
+            parse_version("git version 2.39.5 (Apple Git-154)"),
+            Some((2, 39))
+        );
+        assert_eq!(parse_version("hub 1.0"), None);
+    }
+
+    #[test]
+    fn worktrees_with_newlines_and_locks() {
+        let out = b"worktree /r\0HEAD aaa\0branch refs/heads/main\0\0worktree /w/new\nline\0HEAD bbb\0detached\0locked x\nlocked\0\0worktree /w/b\0bare\0\0";
+        let w = parse_worktrees(out);
+        assert_eq!(w.len(), 3);
+        assert_eq!(w[0].branch.as_deref(), Some(&b"refs/heads/main"[..]));
+        assert_eq!(w[1].path, b"/w/new\nline");
+        assert!(w[1].detached);
+        assert_eq!(w[1].locked.as_deref(), Some("x\nlocked"));
+        assert!(w[2].bare && w[2].locked.is_none());
+        let bare_lock = parse_worktrees(b"worktree /a\0HEAD c\0locked\0\0");
+        assert_eq!(bare_lock[0].locked.as_deref(), Some(""));
+    }
+
+    #[test]
+    fn status_with_renames_and_odd_bytes() {
+        let out = b" M a\0R  new\0old\0?? sp ace\0!! \xff.env\0";
+        let s = parse_status(out);
+        assert_eq!(s.len(), 4);
+        assert_eq!(&s[1].xy, b"R ");
+        assert_eq!(s[1].path, b"new");
+        assert_eq!(s[2].path, b"sp ace");
+        assert_eq!(&s[3].xy, b"!!");
+        assert_eq!(s[3].path, b"\xff.env");
+    }
+
+    #[test]
+    fn hidden_entries() {
+        let out = b"S 100644 78981922613b2afb6025042ff6bd878ac1994e85 0\ta\0h 100644 61780798228d17af2d34fce4cfbdf35556832472 0\tb\0H 100644 61780798228d17af2d34fce4cfbdf35556832472 0\tc\tt\0";
+        let h = parse_hidden(out);
+        assert_eq!(h.len(), 2);
+        assert_eq!((h[0].tag, h[0].path.as_slice()), (b'S', &b"a"[..]));
+        assert_eq!(h[1].tag, b'h');
+        assert_eq!(h[1].mode, "100644");
+    }
+
+    #[test]
+    fn filter_drivers_keep_odd_names() {
+        let out = b"filter.lfs.clean\ngit-lfs clean\0filter.a=b.smudge\nx\0filter.lfs.process\ny\0filter.x.y.required\ntrue\0";
+        let names = parse_filter_drivers(out);
+        assert_eq!(
+            names,
+            vec![b"lfs".to_vec(), b"a=b".to_vec(), b"x.y".to_vec()]
+        );
+    }
+
+    #[test]
+    fn oids_dedupe() {
+        assert_eq!(parse_oids(b"ab\ncd\nab\n\n"), vec!["ab", "cd"]);
+    }
+}

@@ -1,0 +1,791 @@
+//! `lease exec`: admission, record, lease, worktree, then the command with the
+//! lease inherited, signals forwarded once, and its exit status kept.
+//!
+//! # Invariants
+//! - Order (SPEC/Commands): admission -> record `planned` -> lease file
+//!   created and locked shared -> worktree added or adopted -> record
+//!   `active` -> command started. A crash at any point leaves a record the
+//!   reconciler can finish.
+//! - The command inherits exactly one descriptor from lease: its own open of
+//!   the lease, locked shared, at `LEASE_FD`. The launcher keeps a second,
+//!   private open (close-on-exec), so a descendant's `LOCK_UN` on the
+//!   inherited description cannot free the lease while the launcher lives.
+//! - Nothing here calls `LOCK_UN`; descriptors are closed.
+//! - Creation is serialized per repository under lease's own lock: parallel
+//!   `git worktree add` calls race on `.git/config.lock` (SPEC: 20 of 32
+//!   failed, measured).
+
+use std::ffi::OsString;
+use std::fs;
+use std::os::fd::AsRawFd;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use signal_hook::iterator::SignalsInfo;
+use signal_hook::iterator::exfiltrator::WithOrigin;
+use signal_hook::low_level::siginfo::Cause;
+
+use crate::error::{Error, IoResultExt, Result};
+use crate::git::{self, Git, RepoGit};
+use crate::plan::HoldReason;
+use crate::registry::{
+    FileId, Origin, Outcome, Owner, Record, Registry, Retention, Session, State,
+};
+use crate::report::TargetReport;
+use crate::retire::{Engine, free_bytes};
+use crate::sys::{self, Ended};
+
+/// Admission's default watermark: 1 GiB free (SPEC/Commands).
+pub const DEFAULT_MIN_FREE: MinFree = MinFree::Bytes(1 << 30);
+
+/// A free-space watermark: bytes, or a percentage of the filesystem.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MinFree {
+    /// At least this many bytes free.
+    Bytes(u64),
+    /// At least this percentage (0 to 100) of the filesystem free.
+    Percent(u8),
+}
+
+impl MinFree {
+    /// Parses SIZE: bytes with an optional binary unit (`500M`, `10G`, `1T`,
+    /// `4096`, `64K`) or a percentage (`5%`).
+    pub fn parse(s: &str) -> Result<MinFree> {
+        let bad = || {
+            Error::Usage(format!(
+                "size `{s}` is not bytes with an optional unit (500M, 10G) or a percentage (5%)"
+            ))
+        };
+        let s = s.trim();
+        if let Some(p) = s.strip_suffix('%') {
+            let p: u8 = p.parse().map_err(|_| bad())?;
+            return if p <= 100 {
+                Ok(MinFree::Percent(p))
+            } else {
+                Err(bad())
+            };
+        }
+        let upper = s.to_ascii_uppercase();
+        let digits = upper.trim_end_matches(['B']).trim_end_matches(['I']);
+        let (num, shift) = match digits.chars().last() {
+            Some('K') => (&digits[..digits.len() - 1], 10),
+            Some('M') => (&digits[..digits.len() - 1], 20),
+            Some('G') => (&digits[..digits.len() - 1], 30),
+            Some('T') => (&digits[..digits.len() - 1], 40),
+            _ => (digits, 0),
+        };
+        let n: u64 = num.parse().map_err(|_| bad())?;
+        n.checked_mul(1u64 << shift)
+            .map(MinFree::Bytes)
+            .ok_or_else(bad)
+    }
+
+    /// Returns the required free bytes on the filesystem of `path`.
+    fn required(self, path: &Path) -> u64 {
+        match self {
+            MinFree::Bytes(b) => b,
+            MinFree::Percent(p) => rustix::fs::statvfs(path).map_or(u64::MAX, |s| {
+                s.f_blocks.saturating_mul(s.f_frsize) / 100 * u64::from(p)
+            }),
+        }
+    }
+}
+
+/// What `lease exec` was asked to do.
+#[derive(Debug, Clone)]
+pub struct ExecRequest {
+    /// `--repo`, else the current directory's repository.
+    pub repo: Option<PathBuf>,
+    /// `--branch`.
+    pub branch: Option<String>,
+    /// `--base`.
+    pub base: Option<String>,
+    /// `--adopt`.
+    pub adopt: Option<PathBuf>,
+    /// `--keep`.
+    pub keep: bool,
+    /// `--owner`, else `$LEASE_OWNER`, else `manual:<user>`.
+    pub owner: Option<Owner>,
+    /// `--min-free`, else `$LEASE_MIN_FREE`, else [`DEFAULT_MIN_FREE`].
+    pub min_free: Option<MinFree>,
+    /// The command and its arguments, verbatim.
+    pub command: Vec<OsString>,
+}
+
+/// How an exec ended, for the CLI to report and mirror.
+#[derive(Debug)]
+pub struct ExecResult {
+    /// How the command ended: its code or signal; 126/127 if it could not start.
+    pub ended: Ended,
+    /// The record id.
+    pub id: String,
+    /// Lines for stderr (holders left behind, spawn errors).
+    pub notes: Vec<String>,
+    /// The retire run after exit, for a created worktree without `--keep`.
+    pub retire: Option<TargetReport>,
+}
+
+/// The worktree a session runs in, and the lease it holds.
+struct Prepared {
+    id: String,
+    worktree: PathBuf,
+    lease: FileId,
+    /// The open the command inherits (locked shared).
+    child_fd: fs::File,
+    /// The launcher's private open (locked shared, close-on-exec).
+    own_fd: fs::File,
+    origin: Origin,
+}
+
+/// Runs `lease exec`. `Err` means lease failed before the command ran (exit 125).
+pub fn exec(req: ExecRequest) -> Result<ExecResult> {
+    if req.command.is_empty() {
+        return Err(Error::Usage("no command given after `--`".into()));
+    }
+    let root = crate::paths::StateRoot::open_or_create()?;
+    let reg = Registry::new(root);
+    let git = Git::resolve()?;
+    let me = sys::start_time(std::process::id())
+        .ok_or_else(|| Error::Usage("cannot read this process's start time from /proc".into()))?;
+    let session = Session {
+        pid: std::process::id(),
+        start_time: me,
+        started_at: crate::registry::now(),
+        ended_at: None,
+        outcome: None,
+    };
+    let prepared = match &req.adopt {
+        Some(path) => adopt(&reg, &git, path, &req, session)?,
+        None => create(&reg, &git, &req, session)?,
+    };
+    run(&reg, git, prepared, &req)
+}
+
+fn caller_dir(req: &ExecRequest) -> Result<PathBuf> {
+    let dir = match &req.repo {
+        Some(r) => r.clone(),
+        None => std::env::current_dir()
+            .map_err(|e| Error::Usage(format!("cannot read the current directory: {e}")))?,
+    };
+    fs::canonicalize(&dir).map_err(|e| Error::Usage(format!("repository `{}`: {e}", dir.display())))
+}
+
+/// Returns the canonical common git dir of the repository containing `dir`.
+fn common_dir(git: &Git, dir: &Path) -> Result<PathBuf> {
+    let out = git
+        .plain(dir)
+        .args(["rev-parse", "--path-format=absolute", "--git-common-dir"])
+        .output()?;
+    if !out.ok {
+        return Err(Error::Usage(format!(
+            "`{}` is not in a git repository: {}",
+            dir.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    let p = PathBuf::from(std::ffi::OsStr::from_bytes(
+        git::first_line(&out.stdout).as_bytes(),
+    ));
+    fs::canonicalize(&p).at(&p)
+}
+
+fn owner_of(req: &ExecRequest) -> Result<Owner> {
+    if let Some(o) = &req.owner {
+        return Ok(o.clone());
+    }
+    if let Some(o) = std::env::var("LEASE_OWNER").ok().filter(|o| !o.is_empty()) {
+        return Owner::parse(&o);
+    }
+    Ok(Owner {
+        kind: "manual".into(),
+        name: sys::user_name(sys::euid()),
+    })
+}
+
+/// `<repo name>-<first 8 hex of sha256 of the canonical common git dir>`.
+fn repo_dir_name(common: &Path) -> String {
+    let name = if common.file_name().is_some_and(|n| n == ".git") {
+        common.parent().and_then(Path::file_name)
+    } else {
+        common.file_name()
+    };
+    let name = name
+        .map(|n| n.to_string_lossy().trim_end_matches(".git").to_string())
+        .unwrap_or_default();
+    let hash = crate::audit::sha256_hex(common.as_os_str().as_bytes());
+    format!(
+        "{}-{}",
+        if name.is_empty() { "repo" } else { &name },
+        &hash[..8]
+    )
+}
+
+/// Refuses when free space on any filesystem that will receive data is below the watermark.
+fn admit(min: MinFree, dirs: &[&Path]) -> Result<()> {
+    for d in dirs {
+        let free = free_bytes(d);
+        let need = min.required(d);
+        if free < need {
+            return Err(Error::Usage(format!(
+                "only {free} bytes free under `{}`, below the watermark of {need} bytes; free space or pass --min-free",
+                d.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn min_free(req: &ExecRequest) -> Result<MinFree> {
+    if let Some(m) = req.min_free {
+        return Ok(m);
+    }
+    match std::env::var("LEASE_MIN_FREE")
+        .ok()
+        .filter(|v| !v.is_empty())
+    {
+        Some(v) => MinFree::parse(&v),
+        None => Ok(DEFAULT_MIN_FREE),
+    }
+}
+
+fn file_id(path: &Path) -> Result<FileId> {
+    let s = crate::safety::lstat(path)
+        .ok_or_else(|| Error::Usage(format!("`{}` does not exist", path.display())))?;
+    Ok(FileId {
+        path: crate::paths::utf8(path)?,
+        dev: s.dev,
+        ino: s.ino,
+    })
+}
+
+/// Creates the lease file for `id`, locks it shared, and opens the
+/// launcher's private second description.
+fn make_lease(reg: &Registry, id: &str) -> Result<(fs::File, fs::File, FileId)> {
+    let path = reg.root().leases().join(format!("{id}.lease"));
+    let (child_fd, lease) = crate::lease::create(&path)?;
+    crate::lease::shared(&child_fd).at_do("cannot lock", &path)?;
+    let own = crate::lease::open_checked(&lease, sys::euid())
+        .map_err(|h| Error::refused(h.reason, h.detail))?;
+    crate::lease::shared(&own).at_do("cannot lock", &path)?;
+    Ok((child_fd, own, lease))
+}
+
+/// Records that nothing was created: `planned -> removed` with a tombstone.
+fn abandon(reg: &Registry, id: &str, why: &str) {
+    let _ = reg.update(id, |r| {
+        if let Some(l) = &r.lease {
+            let _ = fs::remove_file(l.path());
+        }
+        r.tombstone = Some(crate::registry::Tombstone {
+            path: r
+                .worktree
+                .as_ref()
+                .map(|w| w.path.clone())
+                .unwrap_or_default(),
+            id: r.id.clone(),
+            removed_at: crate::registry::now(),
+            bytes_reclaimed: 0,
+            free_before: 0,
+            free_after: 0,
+            evidence: serde_json::json!({"nothing_created": why}),
+        });
+        r.set_state(State::Removed)
+    });
+}
+
+fn create(reg: &Registry, git: &Git, req: &ExecRequest, session: Session) -> Result<Prepared> {
+    let dir = caller_dir(req)?;
+    let common = common_dir(git, &dir)?;
+    let rg = git.repo(&common)?;
+    let base_rev = req.base.clone().unwrap_or_else(|| "HEAD".into());
+    let base = rg
+        .cmd(&dir)
+        .args(["rev-parse", "--verify", "-q"])
+        .arg(format!("{base_rev}^{{commit}}"))
+        .output()?;
+    if !base.ok {
+        return Err(Error::Usage(format!(
+            "base `{base_rev}` is not a commit in `{}`",
+            common.display()
+        )));
+    }
+    let base = git::first_line(&base.stdout);
+    let id = crate::registry::new_id()?;
+    let branch = req
+        .branch
+        .clone()
+        .unwrap_or_else(|| format!("lease/{}", &id[..8]));
+    if !rg
+        .cmd(&dir)
+        .args(["check-ref-format", "--branch", &branch])
+        .output()?
+        .ok
+    {
+        return Err(Error::Usage(format!(
+            "`{branch}` is not a valid branch name"
+        )));
+    }
+    let wt_root = reg.root().worktrees();
+    let repo_root = wt_root.join(repo_dir_name(&common));
+    check_root_outside_worktrees(&rg, &common, &[reg.root().path(), &wt_root])?;
+    admit(min_free(req)?, &[&wt_root, reg.root().path()])?;
+    crate::paths::make_private_dir(&repo_root)?;
+    crate::paths::check_private_dir(&repo_root, true)?;
+    let owner = owner_of(req)?;
+    let mut rec = Record::planned(
+        id.clone(),
+        crate::paths::utf8(&common)?,
+        file_id(&repo_root)?,
+        Origin::Created,
+        Some(branch.clone()),
+        base.clone(),
+        owner,
+    );
+    rec.push_session(session);
+    reg.create(&mut rec)?;
+    crate::fault::point("exec-planned");
+    let (child_fd, own_fd, lease) = match make_lease(reg, &id) {
+        Ok(x) => x,
+        Err(e) => {
+            abandon(reg, &id, &e.to_string());
+            return Err(e);
+        }
+    };
+    let l2 = lease.clone();
+    reg.update(&id, |r| {
+        r.lease = Some(l2);
+        Ok(())
+    })?;
+    let wt = repo_root.join(&id);
+    if let Err(e) = add_worktree(reg, &rg, &common, &wt, &branch, &base) {
+        abandon(reg, &id, &e.to_string());
+        return Err(e);
+    }
+    let wt_id = file_id(&wt)?;
+    reg.update(&id, |r| {
+        r.worktree = Some(wt_id);
+        r.set_state(State::Active)
+    })?;
+    crate::fault::point("exec-active");
+    Ok(Prepared {
+        id,
+        worktree: wt,
+        lease,
+        child_fd,
+        own_fd,
+        origin: Origin::Created,
+    })
+}
+
+/// Refuses a worktree root inside any worktree of the repository: the
+/// enclosing checkout's `git clean -ffdx` would delete it.
+fn check_root_outside_worktrees(rg: &RepoGit, common: &Path, roots: &[&Path]) -> Result<()> {
+    let list = rg
+        .cmd(common)
+        .args(["worktree", "list", "--porcelain", "-z"])
+        .run()?;
+    for e in git::parse_worktrees(&list) {
+        let top = e.path();
+        if e.bare {
+            continue;
+        }
+        if let Some(r) = roots.iter().find(|r| r.starts_with(&top)) {
+            return Err(Error::refused(
+                HoldReason::RootInsideWorktree,
+                format!(
+                    "`{}` is inside worktree `{}`; set LEASE_HOME outside every checkout",
+                    r.display(),
+                    top.display()
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Runs `git worktree add` under the repository's creation lock. Makes the
+/// branch with `--no-track` if it is missing; on failure deletes only a
+/// branch this attempt made, and only if it still points where it was made.
+fn add_worktree(
+    reg: &Registry,
+    rg: &RepoGit,
+    common: &Path,
+    wt: &Path,
+    branch: &str,
+    base: &str,
+) -> Result<()> {
+    let lock_path = reg
+        .root()
+        .locks()
+        .join(format!("{}.lock", repo_dir_name(common)));
+    let lock = fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&lock_path)
+        .at_do("cannot open", &lock_path)?;
+    lock.lock().at_do("cannot lock", &lock_path)?;
+    let full = format!("refs/heads/{branch}");
+    let exists = rg
+        .cmd(common)
+        .args(["rev-parse", "--verify", "-q", &full])
+        .output()?
+        .ok;
+    if exists {
+        let list = rg
+            .cmd(common)
+            .args(["worktree", "list", "--porcelain", "-z"])
+            .run()?;
+        if let Some(e) = git::parse_worktrees(&list)
+            .iter()
+            .find(|e| e.branch.as_deref() == Some(full.as_bytes()))
+        {
+            return Err(Error::Usage(format!(
+                "branch `{branch}` is checked out in worktree `{}`; if that directory is gone, run `lease repair {}`",
+                e.path().display(),
+                e.path().display()
+            )));
+        }
+    }
+    let mut c = rg.git().user(common);
+    c.args(["worktree", "add", "-q"]);
+    if exists {
+        c.arg("--").arg(wt).arg(branch);
+    } else {
+        c.args(["--no-track", "-b", branch, "--"]).arg(wt).arg(base);
+    }
+    let out = c.output()?;
+    if !out.ok {
+        if !exists {
+            // Undo only what this attempt made: delete the branch only if it
+            // still points at `base` (update-ref's old-value check).
+            let _ = rg
+                .cmd(common)
+                .args(["update-ref", "-d", &full, base])
+                .output();
+        }
+        return Err(out.error());
+    }
+    Ok(())
+}
+
+fn adopt(
+    reg: &Registry,
+    git: &Git,
+    path: &Path,
+    req: &ExecRequest,
+    session: Session,
+) -> Result<Prepared> {
+    let wt = fs::canonicalize(path)
+        .map_err(|e| Error::Usage(format!("cannot adopt `{}`: {e}", path.display())))?;
+    let common = common_dir(git, &wt)?;
+    let rg = git.repo(&common)?;
+    let list = rg
+        .cmd(&common)
+        .args(["worktree", "list", "--porcelain", "-z"])
+        .run()?;
+    let entries = git::parse_worktrees(&list);
+    let bytes = wt.as_os_str().as_bytes();
+    let Some(pos) = entries.iter().position(|e| e.path == bytes) else {
+        return Err(Error::refused(
+            HoldReason::NotRegistered,
+            format!(
+                "`{}` is not a top directory listed by `git worktree list`",
+                wt.display()
+            ),
+        ));
+    };
+    if pos == 0 {
+        return Err(Error::refused(
+            HoldReason::ProtectedPath,
+            format!(
+                "`{}` is the main worktree; lease adopts linked worktrees only",
+                wt.display()
+            ),
+        ));
+    }
+    let existing = reg.scan()?.into_iter().find_map(|l| match l {
+        crate::registry::Loaded::Ok(r)
+            if r.state != State::Removed && r.worktree.as_ref().is_some_and(|w| w.path() == wt) =>
+        {
+            Some(r)
+        }
+        _ => None,
+    });
+    if let Some(rec) = existing {
+        return join_session(reg, *rec, wt, session);
+    }
+    let parent = wt.parent().map(Path::to_path_buf).unwrap_or_default();
+    check_root_outside_worktrees(&rg, &common, &[reg.root().path()])?;
+    admit(min_free(req)?, &[&parent, reg.root().path()])?;
+    let id = crate::registry::new_id()?;
+    let e = &entries[pos];
+    let branch = e
+        .branch
+        .as_ref()
+        .map(|b| String::from_utf8_lossy(b.strip_prefix(b"refs/heads/").unwrap_or(b)).into_owned());
+    let mut rec = Record::planned(
+        id.clone(),
+        crate::paths::utf8(&common)?,
+        file_id(&parent)?,
+        Origin::Adopted,
+        branch,
+        e.head.clone().unwrap_or_default(),
+        owner_of(req)?,
+    );
+    rec.push_session(session);
+    reg.create(&mut rec)?;
+    let (child_fd, own_fd, lease) = match make_lease(reg, &id) {
+        Ok(x) => x,
+        Err(e) => {
+            abandon(reg, &id, &e.to_string());
+            return Err(e);
+        }
+    };
+    let wt_id = file_id(&wt)?;
+    let l2 = lease.clone();
+    reg.update(&id, |r| {
+        r.lease = Some(l2);
+        r.worktree = Some(wt_id);
+        r.set_state(State::Active)
+    })?;
+    Ok(Prepared {
+        id,
+        worktree: wt,
+        lease,
+        child_fd,
+        own_fd,
+        origin: Origin::Adopted,
+    })
+}
+
+/// A new session in an already recorded worktree: lock the existing lease
+/// shared (failing at once while a retire holds it), then re-check the record.
+fn join_session(reg: &Registry, rec: Record, wt: PathBuf, session: Session) -> Result<Prepared> {
+    let Some(lease) = rec.lease.clone() else {
+        return Err(Error::refused(
+            HoldReason::LeaseMissing,
+            format!("record {} has no lease", rec.id),
+        ));
+    };
+    let open = || -> Result<fs::File> {
+        let f = crate::lease::open_checked(&lease, rec.uid)
+            .map_err(|h| Error::refused(h.reason, h.detail))?;
+        if !crate::lease::try_shared(&f).at_do("cannot lock", &lease.path())? {
+            return Err(Error::refused(
+                HoldReason::RetireInProgress,
+                format!("record {} is being retired", rec.id),
+            ));
+        }
+        Ok(f)
+    };
+    let child_fd = open()?;
+    let own_fd = open()?;
+    let id = rec.id.clone();
+    reg.update(&id, |r| {
+        if !matches!(
+            r.state,
+            State::Active | State::Terminal | State::Retained | State::Interrupted
+        ) {
+            return Err(Error::refused(
+                HoldReason::RetireInProgress,
+                format!("record {} is {}", r.id, r.state.name()),
+            ));
+        }
+        if r.state != State::Active {
+            r.set_state(State::Active)?;
+        }
+        r.push_session(session);
+        Ok(())
+    })?;
+    Ok(Prepared {
+        id,
+        worktree: wt,
+        lease,
+        child_fd,
+        own_fd,
+        origin: rec.origin,
+    })
+}
+
+/// Spawns the command, forwards signals, waits, records the outcome, closes
+/// the lease, and retires a created worktree unless `--keep`.
+fn run(reg: &Registry, git: Git, p: Prepared, req: &ExecRequest) -> Result<ExecResult> {
+    sys::become_subreaper().at_do("cannot become subreaper for", &p.worktree)?;
+    let wanted: Vec<i32> = sys::FORWARDED
+        .iter()
+        .copied()
+        .filter(|s| !sys::is_ignored(*s))
+        .collect();
+    let mut signals = SignalsInfo::<WithOrigin>::new(&wanted)
+        .at_do("cannot register signal handlers for", &p.worktree)?;
+    let identity = format!("{}:{}", p.lease.dev, p.lease.ino);
+    let mut cmd = Command::new(&req.command[0]);
+    cmd.args(&req.command[1..])
+        .current_dir(&p.worktree)
+        .env("LEASE_ID", &p.id)
+        .env("LEASE_FD", p.child_fd.as_raw_fd().to_string())
+        .env("LEASE_FILE", &p.lease.path)
+        .env("LEASE_IDENTITY", identity)
+        .env("LEASE_WORKTREE", &p.worktree);
+    // The one descriptor the command inherits: clear close-on-exec just for
+    // the spawn, then set it again so no later child of lease inherits it.
+    rustix::io::fcntl_setfd(&p.child_fd, rustix::io::FdFlags::empty())
+        .at_do("cannot pass", &p.lease.path())?;
+    let spawned = cmd.spawn();
+    rustix::io::fcntl_setfd(&p.child_fd, rustix::io::FdFlags::CLOEXEC)
+        .at_do("cannot keep", &p.lease.path())?;
+    let mut notes = Vec::new();
+    let ended = match spawned {
+        Ok(child) => {
+            let pid = child.id();
+            let pidfd = sys::pidfd(pid).ok();
+            let handle = signals.handle();
+            let forwarder = std::thread::spawn(move || {
+                for info in signals.forever() {
+                    // A terminal's signal (Cause::Kernel) already reached the
+                    // command in our process group; only forward `kill`s.
+                    if matches!(info.cause, Cause::Sent(_))
+                        && let Some(fd) = &pidfd
+                    {
+                        let _ = sys::pidfd_signal(fd, info.signal);
+                    }
+                }
+            });
+            let ended = loop {
+                match sys::wait_any() {
+                    Ok(Some((p2, ended))) if p2 == pid => break ended,
+                    Ok(Some(_)) => continue, // an orphan re-parented to us: reaped
+                    Ok(None) => break Ended::Code(125),
+                    Err(e) => {
+                        notes.push(format!("lease: cannot wait for the command: {e}"));
+                        break Ended::Code(125);
+                    }
+                }
+            };
+            handle.close();
+            let _ = forwarder.join();
+            ended
+        }
+        Err(e) => {
+            let code = if e.kind() == std::io::ErrorKind::NotFound {
+                127
+            } else {
+                126
+            };
+            notes.push(format!(
+                "lease: cannot run `{}`: {e}",
+                req.command[0].to_string_lossy()
+            ));
+            Ended::Code(code)
+        }
+    };
+    let rg = git.repo(Path::new(&reg.get(&p.id)?.repo)).ok();
+    let head = rg.and_then(|rg| {
+        rg.cmd(&p.worktree)
+            .args(["rev-parse", "--verify", "-q", "HEAD"])
+            .output()
+            .ok()
+            .filter(|o| o.ok)
+            .map(|o| git::first_line(&o.stdout))
+    });
+    // Close both of our descriptors: the locks end with them (never LOCK_UN).
+    drop(p.child_fd);
+    drop(p.own_fd);
+    let holders: Vec<u32> = crate::procs::holders((p.lease.dev, p.lease.ino))
+        .0
+        .into_iter()
+        .filter(|&pid| pid != std::process::id())
+        .collect();
+    if !holders.is_empty() {
+        notes.push(format!(
+            "lease: the command exited but {} process(es) still hold the lease of `{}`: pid {}",
+            holders.len(),
+            p.worktree.display(),
+            holders
+                .iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    let (code, signal) = match ended {
+        Ended::Code(c) => (Some(c), None),
+        Ended::Signal(s) => (None, Some(s)),
+    };
+    let outcome = Outcome {
+        code,
+        signal,
+        at: crate::registry::now(),
+        head,
+        error: notes
+            .iter()
+            .find(|n| n.starts_with("lease: cannot run"))
+            .cloned(),
+        holders: holders.clone(),
+    };
+    let me = std::process::id();
+    let state = reg.update(&p.id, |r| {
+        let mine = r
+            .sessions
+            .iter_mut()
+            .rev()
+            .find(|s| s.pid == me && s.ended_at.is_none());
+        if let Some(s) = mine {
+            s.ended_at = Some(outcome.at.clone());
+            s.outcome = Some(outcome.clone());
+        }
+        r.outcome = Some(outcome.clone());
+        if !r.any_launcher_alive() && r.state == State::Active {
+            r.set_state(State::Terminal)?;
+            if req.keep {
+                r.retention = Some(Retention {
+                    owner: owner_of(req)?,
+                    reason: "kept at exit".into(),
+                    until: None,
+                });
+                r.set_state(State::Retained)?;
+            }
+        }
+        Ok(r.state)
+    })?;
+    let retire = if p.origin == Origin::Created && !req.keep && state == State::Terminal {
+        Some(Engine::new(reg.clone(), git, false).retire(&p.id))
+    } else {
+        None
+    };
+    Ok(ExecResult {
+        ended,
+        id: p.id,
+        notes,
+        retire,
+    })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(MinFree::parse("500M").unwrap(), MinFree::Bytes(500 << 20));
+        assert_eq!(MinFree::parse("10G").unwrap(), MinFree::Bytes(10 << 30));
+        assert_eq!(MinFree::parse("4096").unwrap(), MinFree::Bytes(4096));
+        assert_eq!(MinFree::parse("1GiB").unwrap(), MinFree::Bytes(1 << 30));
+        assert_eq!(MinFree::parse("5%").unwrap(), MinFree::Percent(5));
+        assert!(MinFree::parse("101%").is_err());
+        assert!(MinFree::parse("lots").is_err());
+        assert!(MinFree::parse("").is_err());
+    }
+
+    #[test]
+    fn repo_dir_names() {
+        let a = repo_dir_name(Path::new("/src/proj/.git"));
+        assert!(a.starts_with("proj-") && a.len() == 13, "{a}");
+        assert!(repo_dir_name(Path::new("/srv/bare.git")).starts_with("bare-"));
+        assert_ne!(repo_dir_name(Path::new("/a/proj/.git")), a);
+    }
+}

@@ -1,0 +1,133 @@
+//! The lease file and its flock.
+//!
+//! # Invariants
+//! - A lease file is created in place with `O_CREAT|O_EXCL|O_NOFOLLOW|O_CLOEXEC`,
+//!   mode 0600 whatever the umask (`fchmod`), never truncated, never followed.
+//! - Consumers hold it `LOCK_SH`; the retirer tries `LOCK_EX|LOCK_NB` on a fresh
+//!   open, never upgrading a shared lock in place (a failed upgrade drops the
+//!   shared lock; research/crates.md §1).
+//! - Nothing here ever calls `LOCK_UN`: a lock ends when its descriptor closes.
+//!   `LOCK_UN` on an inherited open file description would free every copy.
+//! - The file is identified by (device, inode) and must have one link; it is
+//!   unlinked only at the end of retire, under the exclusive lock.
+
+use std::fs::{self, File, TryLockError};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+
+use crate::error::{IoResultExt, Result};
+use crate::plan::{self, Hold, LockOutcome};
+use crate::registry::FileId;
+
+/// Creates a new lease file at `path` (which must not exist): 0600, regular,
+/// one link. Returns the open file (read-write, close-on-exec) and its identity.
+pub fn create(path: &Path) -> Result<(File, FileId)> {
+    let f = fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+        .at_do("cannot create lease file", path)?;
+    // The umask may have removed bits, never added them; fchmod makes it exact.
+    rustix::fs::fchmod(&f, rustix::fs::Mode::from_raw_mode(0o600)).at_do("cannot chmod", path)?;
+    let seen = crate::safety::fstat(&f).ok_or_else(|| crate::error::Error::Io {
+        action: "cannot fstat",
+        path: path.to_path_buf(),
+        source: std::io::Error::last_os_error(),
+    })?;
+    let id = FileId {
+        path: crate::paths::utf8(path)?,
+        dev: seen.dev,
+        ino: seen.ino,
+    };
+    Ok((f, id))
+}
+
+/// Opens the recorded lease file afresh after checking it by name, without
+/// following symlinks and without blocking on a FIFO, then checks it again
+/// through the descriptor. Returns a new open file description.
+pub fn open_checked(lease: &FileId, uid: u32) -> Result<File, Hold> {
+    let path = lease.path();
+    plan::check_lease_seen(lease.id(), uid, crate::safety::lstat(&path))?;
+    let f = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(&path)
+        .map_err(|e| {
+            Hold::new(
+                plan::HoldReason::LeaseIdentity,
+                format!("cannot open lease file `{}`: {e}", path.display()),
+            )
+        })?;
+    plan::check_lease_seen(lease.id(), uid, crate::safety::fstat(&f))?;
+    Ok(f)
+}
+
+/// Takes a shared lock without blocking. `Ok(false)` means a retire holds it
+/// exclusively right now.
+pub fn try_shared(f: &File) -> std::io::Result<bool> {
+    match f.try_lock_shared() {
+        Ok(()) => Ok(true),
+        Err(TryLockError::WouldBlock) => Ok(false),
+        Err(TryLockError::Error(e)) => Err(e),
+    }
+}
+
+/// Takes a shared lock, waiting for a running retire to finish deciding.
+pub fn shared(f: &File) -> std::io::Result<()> {
+    f.lock_shared()
+}
+
+/// Tries `LOCK_EX|LOCK_NB` on `f`, which must be a fresh open (never one that
+/// holds a shared lock). A lock error is reported as such, never as "free".
+pub fn try_exclusive(f: &File) -> LockOutcome {
+    match f.try_lock() {
+        Ok(()) => LockOutcome::Acquired,
+        Err(TryLockError::WouldBlock) => LockOutcome::Busy,
+        Err(TryLockError::Error(e)) => LockOutcome::Error(e.to_string()),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::plan::HoldReason;
+
+    #[test]
+    fn create_is_private_and_exclusive() {
+        let t = tempfile::tempdir().unwrap();
+        let p = t.path().join("x.lease");
+        let (f, id) = create(&p).unwrap();
+        assert!(create(&p).is_err(), "O_EXCL refuses an existing file");
+        let uid = crate::sys::euid();
+        let g = open_checked(&id, uid).unwrap();
+        assert!(try_shared(&f).unwrap());
+        assert_eq!(
+            try_exclusive(&g),
+            LockOutcome::Busy,
+            "a shared holder blocks the retirer"
+        );
+        drop(f);
+        assert_eq!(try_exclusive(&g), LockOutcome::Acquired);
+    }
+
+    #[test]
+    fn open_checked_refuses_a_recreated_file() {
+        let t = tempfile::tempdir().unwrap();
+        let p = t.path().join("x.lease");
+        let (_f, id) = create(&p).unwrap();
+        fs::remove_file(&p).unwrap();
+        assert_eq!(
+            open_checked(&id, crate::sys::euid()).unwrap_err().reason,
+            HoldReason::LeaseMissing
+        );
+        let (_g, _) = create(&p).unwrap();
+        assert_eq!(
+            open_checked(&id, crate::sys::euid()).unwrap_err().reason,
+            HoldReason::LeaseIdentity
+        );
+    }
+}

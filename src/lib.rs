@@ -1,0 +1,43 @@
+//! `lease` ties the life of a git worktree to the processes that really use it.
+//!
+//! `lease exec -- CMD` creates or adopts a registered worktree and holds a
+//! *lease* on it: a shared `flock` on a private lease file outside the
+//! checkout, inherited by the command and its descendants. `lease retire`
+//! removes a worktree only when no consumer holds the lease (an exclusive,
+//! non-blocking `flock` succeeds), nothing in it would be lost, and every
+//! commit that exists only there is archived in a verified bundle.
+//!
+//! # Invariants
+//! 1. Consumer lifetime decides: a status row, exit code, mtime or dead pid
+//!    never authorizes deletion by itself.
+//! 2. Uncertainty holds: missing, malformed or changed evidence holds the
+//!    worktree with a reason code.
+//! 3. Recovery before removal: unique commits are archived and verified first.
+//! 4. Native, non-forced removal: `git worktree remove` without `--force`.
+//! 5. Identity, not names: canonical paths, device and inode.
+//! 6. Truthful reports: removed, retained or held, with reasons.
+//! 7. Nothing is forgotten: registry, audit log and tombstones.
+//!
+//! # Modules
+//! `cli` (the only one that prints) -> `launcher` (exec) and `retire` (the
+//! engine) -> `plan` (pure gate decisions) over probes in `git`, `lease`,
+//! `safety`, `procs`; state in `registry`, `audit`, `paths`; raw OS calls in
+//! `sys`; test-only fault points in `fault`.
+
+pub mod audit;
+pub mod cli;
+pub mod error;
+pub mod fault;
+pub mod git;
+pub mod launcher;
+pub mod lease;
+pub mod paths;
+pub mod plan;
+pub mod procs;
+pub mod registry;
+pub mod report;
+pub mod retire;
+pub mod safety;
+pub mod sys;
+
+pub use error::{Error, Result};

@@ -1,0 +1,299 @@
+//! The state root and the directories under it, created and checked as
+//! private (0700, ours, not a symlink, on a filesystem with working flock).
+
+use std::fs;
+use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, IoResultExt, Result};
+
+/// statfs(2) `f_type` values of network filesystems whose flock is not
+/// host-local or not trustworthy (linux/magic.h; cargo#2615 on NFS).
+const NETWORK_FS: [u64; 4] = [0x6969, 0x517B, 0xFF53_4D42, 0xFE53_4D42];
+
+/// The private directory holding registry, leases, archives and the audit log
+/// (SPEC/Words "state root").
+#[derive(Debug, Clone)]
+pub struct StateRoot {
+    path: PathBuf,
+}
+
+impl StateRoot {
+    /// Returns where the state root is: `$LEASE_HOME`, else
+    /// `$XDG_STATE_HOME/lease`, else `~/.local/state/lease`. Relative values are
+    /// a usage error (they would change meaning with the current directory).
+    pub fn locate() -> Result<PathBuf> {
+        let nonempty = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
+        let path = if let Some(p) = nonempty("LEASE_HOME") {
+            PathBuf::from(p)
+        } else if let Some(p) = nonempty("XDG_STATE_HOME") {
+            PathBuf::from(p).join("lease")
+        } else if let Some(h) = nonempty("HOME") {
+            PathBuf::from(h).join(".local/state/lease")
+        } else {
+            return Err(Error::Usage(
+                "cannot find the state root: set LEASE_HOME or HOME".into(),
+            ));
+        };
+        if !path.is_absolute() {
+            return Err(Error::Usage(format!(
+                "state root `{}` is not an absolute path",
+                path.display()
+            )));
+        }
+        Ok(path)
+    }
+
+    /// Opens the state root, creating it (0700) and its subdirectories if needed.
+    ///
+    /// # Errors
+    /// [`Error::UnsafeDir`] (reason `lease-dir-unsafe`) if it or a subdirectory
+    /// is a symlink, not ours, open to group or others, reached through a
+    /// symlinked ancestor, or on NFS/SMB.
+    pub fn open_or_create() -> Result<StateRoot> {
+        let path = Self::locate()?;
+        if let Some(parent) = path.parent() {
+            fs::create_dir_all(parent).at_do("cannot create", parent)?;
+        }
+        make_private_dir(&path)?;
+        let root = StateRoot { path };
+        check_private_dir(&root.path, true)?;
+        check_local_fs(&root.path)?;
+        for sub in [
+            root.records(),
+            root.leases(),
+            root.archives(),
+            root.scratch(),
+            root.locks(),
+            root.worktrees(),
+        ] {
+            make_private_dir(&sub)?;
+            check_private_dir(&sub, false)?;
+        }
+        Ok(root)
+    }
+
+    /// Opens an existing state root for reading; `Ok(None)` if there is none yet.
+    pub fn open_existing() -> Result<Option<StateRoot>> {
+        let path = Self::locate()?;
+        match fs::symlink_metadata(&path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e).at(&path),
+            Ok(_) => {}
+        }
+        check_private_dir(&path, true)?;
+        Ok(Some(StateRoot { path }))
+    }
+
+    /// Wraps a path already known to be a checked state root.
+    pub(crate) fn at(path: PathBuf) -> StateRoot {
+        StateRoot { path }
+    }
+
+    /// The state root itself.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+    /// `records/`: one `<id>.json` and `<id>.lock` per worktree.
+    pub fn records(&self) -> PathBuf {
+        self.path.join("records")
+    }
+    /// `leases/`: one `<id>.lease` per worktree.
+    pub fn leases(&self) -> PathBuf {
+        self.path.join("leases")
+    }
+    /// `archives/`: `<id>/<n>.bundle`.
+    pub fn archives(&self) -> PathBuf {
+        self.path.join("archives")
+    }
+    /// `scratch/`: temporary bare repositories of archive and verify steps.
+    pub fn scratch(&self) -> PathBuf {
+        self.path.join("scratch")
+    }
+    /// `locks/`: per-repository creation locks.
+    pub fn locks(&self) -> PathBuf {
+        self.path.join("locks")
+    }
+    /// `worktrees/`: the default worktree root.
+    pub fn worktrees(&self) -> PathBuf {
+        self.path.join("worktrees")
+    }
+    /// `audit.jsonl`: the append-only audit log.
+    pub fn audit_log(&self) -> PathBuf {
+        self.path.join("audit.jsonl")
+    }
+}
+
+/// Creates `path` with mode 0700 if it does not exist (an existing one is
+/// checked, not changed).
+pub fn make_private_dir(path: &Path) -> Result<()> {
+    match fs::DirBuilder::new().mode(0o700).create(path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(e).at_do("cannot create directory", path),
+    }
+}
+
+/// Checks that `path` is a directory (not a symlink), owned by us, with no
+/// group or other permissions; with `canonical`, also that no ancestor is a
+/// symlink (the path equals its canonical form).
+pub fn check_private_dir(path: &Path, canonical: bool) -> Result<()> {
+    let unsafe_dir = |problem: String| Error::UnsafeDir {
+        path: path.to_path_buf(),
+        problem,
+    };
+    let meta = fs::symlink_metadata(path).at(path)?;
+    if !meta.file_type().is_dir() {
+        return Err(unsafe_dir("not a directory (a symlink or a file)".into()));
+    }
+    if meta.uid() != crate::sys::euid() {
+        return Err(unsafe_dir(format!("owned by uid {}", meta.uid())));
+    }
+    if meta.mode() & 0o077 != 0 {
+        return Err(unsafe_dir(format!(
+            "mode {:o} lets others in; want 0700",
+            meta.mode() & 0o7777
+        )));
+    }
+    if canonical && fs::canonicalize(path).at(path)? != path {
+        return Err(unsafe_dir(
+            "reached through a symlink or `..`; use its physical path".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// Refuses a state root on a network filesystem, where flock is not host-local.
+fn check_local_fs(path: &Path) -> Result<()> {
+    let dir = fs::File::open(path).at_do("cannot open", path)?;
+    let st = rustix::fs::fstatfs(&dir).at(path)?;
+    #[allow(clippy::unnecessary_cast)]
+    let magic = st.f_type as u64;
+    if NETWORK_FS.contains(&magic) {
+        return Err(Error::refused(
+            crate::plan::HoldReason::LockUnsupported,
+            format!(
+                "state root `{}` is on a network filesystem (statfs magic {magic:#x}); flock there is not trustworthy",
+                path.display()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Writes `bytes` to `path` atomically and durably: a temporary file in the
+/// same directory (0600), fsync, rename over `path`, fsync of the directory.
+/// After a crash `path` holds the old or the new content, never a mixture.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    let dir = path
+        .parent()
+        .ok_or_else(|| Error::Usage(format!("`{}` has no parent", path.display())))?;
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy())
+        .unwrap_or_default();
+    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+    let mut f = fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&tmp)
+        .at_do("cannot create", &tmp)?;
+    f.write_all(bytes).at_do("cannot write", &tmp)?;
+    f.sync_all().at_do("cannot fsync", &tmp)?;
+    drop(f);
+    fs::rename(&tmp, path).at_do("cannot rename into", path)?;
+    sync_dir(dir)
+}
+
+/// Fsyncs a directory so a rename or create in it is durable.
+pub fn sync_dir(dir: &Path) -> Result<()> {
+    fs::File::open(dir)
+        .and_then(|d| d.sync_all())
+        .at_do("cannot fsync directory", dir)
+}
+
+/// Removes a scratch repository that lease made under `<state root>/scratch`.
+/// Refuses anything else: a path outside `scratch/`, or one that is not a
+/// private directory of ours (so never through a symlink).
+pub fn remove_scratch(root: &StateRoot, path: &Path) -> Result<()> {
+    if path.parent() != Some(root.scratch().as_path()) {
+        return Err(Error::Usage(format!(
+            "`{}` is not a scratch repository of lease",
+            path.display()
+        )));
+    }
+    check_private_dir(path, false)?;
+    // The state root is the user's private 0700 directory (SPEC threat model);
+    // std's recursive delete does not follow symlinks below its start.
+    fs::remove_dir_all(path).at_do("cannot remove", path) // forbid: allow remove_dir_all
+}
+
+/// Returns the UTF-8 form of a path that will be stored in a record; paths
+/// stored in records must be UTF-8 (SPEC/Record).
+pub fn utf8(path: &Path) -> Result<String> {
+    path.to_str().map(str::to_string).ok_or_else(|| {
+        Error::Usage(format!(
+            "path `{}` is not UTF-8; lease cannot record it",
+            path.display()
+        ))
+    })
+}
+
+/// Returns true if and only if `inner` equals `outer` or lies below it, by
+/// path components.
+pub fn is_within(inner: &Path, outer: &Path) -> bool {
+    inner.starts_with(outer)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn private_dir_checks() {
+        let t = tempfile::tempdir().unwrap();
+        let base = fs::canonicalize(t.path()).unwrap();
+        let d = base.join("d");
+        make_private_dir(&d).unwrap();
+        check_private_dir(&d, true).unwrap();
+        fs::set_permissions(&d, fs::Permissions::from_mode(0o750)).unwrap();
+        assert!(matches!(
+            check_private_dir(&d, true),
+            Err(Error::UnsafeDir { .. })
+        ));
+        fs::set_permissions(&d, fs::Permissions::from_mode(0o700)).unwrap();
+        let link = base.join("link");
+        std::os::unix::fs::symlink(&d, &link).unwrap();
+        assert!(matches!(
+            check_private_dir(&link, false),
+            Err(Error::UnsafeDir { .. })
+        ));
+        let via = link.join("sub");
+        make_private_dir(&d.join("sub")).unwrap();
+        assert!(matches!(
+            check_private_dir(&via, true),
+            Err(Error::UnsafeDir { .. })
+        ));
+        check_private_dir(&via, false).unwrap();
+    }
+
+    #[test]
+    fn atomic_write_replaces() {
+        let t = tempfile::tempdir().unwrap();
+        let p = t.path().join("r.json");
+        write_atomic(&p, b"one").unwrap();
+        write_atomic(&p, b"two").unwrap();
+        assert_eq!(fs::read(&p).unwrap(), b"two");
+        assert_eq!(
+            fs::read_dir(t.path()).unwrap().count(),
+            1,
+            "no temp file left"
+        );
+    }
+}

@@ -1,0 +1,602 @@
+//! The retire gates as pure decisions over evidence: no I/O here.
+//!
+//! Probes (in `retire.rs`, `git.rs`, `lease.rs`) gather plain structs; the
+//! functions below decide. Every unknown or missing piece of evidence decides
+//! to hold (SPEC invariant 2, "uncertainty holds").
+
+use serde::{Deserialize, Serialize};
+
+use crate::registry::State;
+
+/// A stable, kebab-case reason code (SPEC "Reason codes"; docs/reason-codes.md).
+///
+/// A code never carries data: the pid, path or git message goes in a `detail`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
+#[serde(rename_all = "kebab-case")]
+#[allow(missing_docs)]
+pub enum HoldReason {
+    NotTerminal,
+    LauncherAlive,
+    Retained,
+    RetireInProgress,
+    ConsumerAlive,
+    InUse,
+    NotRecorded,
+    NotRegistered,
+    GitLocked,
+    CwdInsideTarget,
+    PathIdentity,
+    RootIdentity,
+    PathEscape,
+    ProtectedPath,
+    MountInside,
+    SpecialFile,
+    Uninventoriable,
+    NestedRepo,
+    Dirty,
+    Untracked,
+    Ignored,
+    HiddenIndex,
+    OpInProgress,
+    Submodule,
+    UniqueCommitsUnarchived,
+    ArchiveUnverified,
+    ArchiveInsideTree,
+    LeaseIdentity,
+    LeaseMissing,
+    LeaseInsecure,
+    LeaseDirUnsafe,
+    LockUnsupported,
+    RepoConfigExecutes,
+    UnsafeRepo,
+    RepoMissing,
+    GitFailed,
+    Unprovable,
+    NotWritable,
+    RootInsideWorktree,
+    PathOccupied,
+    BranchMoved,
+}
+
+impl HoldReason {
+    /// Returns the kebab-case code, as in JSON and docs.
+    pub fn code(self) -> String {
+        serde_json::to_value(self)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .expect("a unit variant serializes as a string")
+    }
+
+    /// Returns what the user should do next, in one line.
+    pub fn next_action(self) -> &'static str {
+        use HoldReason::*;
+        match self {
+            NotTerminal => "wait for the command to exit, or `lease show ID`",
+            LauncherAlive => "the launcher still runs; wait for it or signal its pid",
+            Retained => "`lease release ID` first",
+            RetireInProgress => "another retire runs; retry when it ends",
+            ConsumerAlive | InUse => {
+                "a process still uses the worktree; see `lease show ID` for holders and retry when they exit"
+            }
+            NotRecorded => "`lease adopt PATH` to register it",
+            NotRegistered => {
+                "the path is not a registered git worktree; `lease repair PATH` if it was"
+            }
+            GitLocked => "`git worktree unlock PATH` if the lock is stale",
+            CwdInsideTarget => "run lease from outside the worktree",
+            Dirty => "commit or stash the changes in the worktree, then retry",
+            Untracked | Ignored => "commit, move or delete the listed files, then retry",
+            HiddenIndex => {
+                "clear skip-worktree/assume-unchanged (`git update-index --no-skip-worktree`) and commit the edits"
+            }
+            OpInProgress => "finish or abort the rebase/merge/cherry-pick/bisect in the worktree",
+            Submodule => "deinit the submodule (`git submodule deinit`) after pushing its commits",
+            UniqueCommitsUnarchived | ArchiveUnverified | ArchiveInsideTree => {
+                "check space and permissions under the state root, then retry"
+            }
+            LeaseIdentity | LeaseMissing | LeaseInsecure => {
+                "the lease file was changed; inspect it and the record with `lease show ID`"
+            }
+            LeaseDirUnsafe => "make the state root a 0700 directory owned by you, not a symlink",
+            LockUnsupported => "put the state root on a local filesystem that supports flock",
+            GitFailed => "run the git command in the detail by hand to see why it failed",
+            RepoMissing => "the repository is gone or moved; nothing can be proven",
+            RootInsideWorktree => "set LEASE_HOME outside every checkout of the repository",
+            PathOccupied => "choose a path that does not exist",
+            _ => "inspect the worktree; see docs/reason-codes.md",
+        }
+    }
+}
+
+/// One refusal: a reason code plus what was found.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Hold {
+    /// The reason code.
+    pub reason: HoldReason,
+    /// What was found (paths, pids, git output), for people.
+    pub detail: String,
+}
+
+impl Hold {
+    /// Builds a hold.
+    pub fn new(reason: HoldReason, detail: impl Into<String>) -> Self {
+        Hold {
+            reason,
+            detail: detail.into(),
+        }
+    }
+}
+
+/// How one retire ended (SPEC invariant 6).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Disposition {
+    /// The worktree is gone; a tombstone records it.
+    Removed,
+    /// A dry run found every gate open.
+    WouldRemove,
+    /// A named owner keeps it.
+    Retained,
+    /// A gate refused now.
+    Held,
+}
+
+/// What gate 1 allows the retire to do next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StateGate {
+    /// `terminal` or `interrupted`: go on.
+    Proceed,
+    /// `active` with every launcher gone: go on, and gate 3 decides between
+    /// `interrupted` (free lease) and `consumer-alive`.
+    ProceedIfFree,
+}
+
+/// Gate 1: the record's state, and whether any launcher of an `active` record lives.
+pub fn gate_state(state: State, any_launcher_alive: bool) -> Result<StateGate, Hold> {
+    match state {
+        State::Terminal | State::Interrupted => Ok(StateGate::Proceed),
+        State::Active if any_launcher_alive => Err(Hold::new(
+            HoldReason::LauncherAlive,
+            "a launcher of this worktree is still running",
+        )),
+        State::Active => Ok(StateGate::ProceedIfFree),
+        State::Retained => Err(Hold::new(HoldReason::Retained, "the record is retained")),
+        State::Retiring => Err(Hold::new(
+            HoldReason::RetireInProgress,
+            "the record is retiring; `lease reap` finishes an interrupted retire",
+        )),
+        State::Planned | State::Removed => Err(Hold::new(
+            HoldReason::NotTerminal,
+            format!("the record is {}", state.name()),
+        )),
+    }
+}
+
+/// Identity of a file or directory as seen by `lstat` (never following symlinks).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Seen {
+    /// `st_dev`.
+    pub dev: u64,
+    /// `st_ino`.
+    pub ino: u64,
+    /// `st_uid`.
+    pub uid: u32,
+    /// `st_mode` (type and permission bits).
+    pub mode: u32,
+    /// `st_nlink`.
+    pub nlink: u64,
+}
+
+impl Seen {
+    /// Returns true if and only if this is a directory (not a symlink to one).
+    pub fn is_dir(&self) -> bool {
+        self.mode & libc::S_IFMT == libc::S_IFDIR
+    }
+    /// Returns true if and only if this is a regular file.
+    pub fn is_file(&self) -> bool {
+        self.mode & libc::S_IFMT == libc::S_IFREG
+    }
+}
+
+/// What gate 2 observed of the worktree's path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PathEvidence {
+    /// `lstat` of the recorded path, `None` if it is missing.
+    pub seen: Option<Seen>,
+    /// True if the path equals its canonical, physical form (no symlinked ancestor, no `..`).
+    pub canonical: bool,
+    /// True if the `.git` file points at the admin directory whose `gitdir` points back.
+    pub linked_back: bool,
+    /// The lock reason if `git worktree lock`ed, else `None`; `Some("")` is a lock without reason.
+    pub locked: Option<String>,
+    /// True if the exact path is listed by `git worktree list --porcelain -z`.
+    pub listed: bool,
+    /// True if the path is the repository's main worktree.
+    pub is_main: bool,
+    /// True if lease's own current directory is inside the worktree.
+    pub cwd_inside: bool,
+}
+
+/// Gate 2: the worktree is the recorded directory, registered, unlocked, not our cwd.
+pub fn gate_path(expected: (u64, u64), uid: u32, ev: &PathEvidence) -> Result<(), Hold> {
+    let Some(seen) = ev.seen else {
+        return Err(Hold::new(
+            HoldReason::PathIdentity,
+            "the worktree directory is missing",
+        ));
+    };
+    if !seen.is_dir() || !ev.canonical {
+        return Err(Hold::new(
+            HoldReason::PathIdentity,
+            "the worktree path is not a plain directory on its canonical path",
+        ));
+    }
+    if (seen.dev, seen.ino) != expected || seen.uid != uid {
+        return Err(Hold::new(
+            HoldReason::PathIdentity,
+            format!(
+                "device/inode/owner {}:{}/{} differ from the record's {}:{}/{uid}",
+                seen.dev, seen.ino, seen.uid, expected.0, expected.1
+            ),
+        ));
+    }
+    if ev.is_main {
+        return Err(Hold::new(
+            HoldReason::ProtectedPath,
+            "the main worktree is never retired",
+        ));
+    }
+    if !ev.listed {
+        return Err(Hold::new(
+            HoldReason::NotRegistered,
+            "not listed by `git worktree list --porcelain -z`",
+        ));
+    }
+    if !ev.linked_back {
+        return Err(Hold::new(
+            HoldReason::PathIdentity,
+            "the `.git` file and the admin directory's `gitdir` do not point at each other",
+        ));
+    }
+    if let Some(reason) = &ev.locked {
+        return Err(Hold::new(
+            HoldReason::GitLocked,
+            format!("locked: {reason}"),
+        ));
+    }
+    if ev.cwd_inside {
+        return Err(Hold::new(
+            HoldReason::CwdInsideTarget,
+            "lease's current directory is inside the worktree",
+        ));
+    }
+    Ok(())
+}
+
+/// What gate 3 observed of the lease file, before and after locking.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LockOutcome {
+    /// `LOCK_EX|LOCK_NB` succeeded.
+    Acquired,
+    /// `EWOULDBLOCK`: someone holds it.
+    Busy,
+    /// Any other error (`ENOLCK`, `EOPNOTSUPP`, ...), as text.
+    Error(String),
+}
+
+/// Checks one observation of the lease file against the record: a regular
+/// file of ours, mode 0600, one link, the recorded device and inode.
+pub fn check_lease_seen(expected: (u64, u64), uid: u32, seen: Option<Seen>) -> Result<(), Hold> {
+    let Some(s) = seen else {
+        return Err(Hold::new(
+            HoldReason::LeaseMissing,
+            "the lease file is missing",
+        ));
+    };
+    if !s.is_file() || (s.dev, s.ino) != expected {
+        return Err(Hold::new(
+            HoldReason::LeaseIdentity,
+            format!(
+                "the lease file is {}:{}, the record says {}:{}",
+                s.dev, s.ino, expected.0, expected.1
+            ),
+        ));
+    }
+    if s.nlink != 1 {
+        return Err(Hold::new(
+            HoldReason::LeaseIdentity,
+            format!("the lease file has {} links", s.nlink),
+        ));
+    }
+    if s.uid != uid || s.mode & 0o7777 != 0o600 {
+        return Err(Hold::new(
+            HoldReason::LeaseInsecure,
+            format!(
+                "the lease file is owned by {} with mode {:o}",
+                s.uid,
+                s.mode & 0o7777
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Gate 3: identity by name, the exclusive non-blocking lock, then identity
+/// again through the locked descriptor (`fstat`) and by name (`lstat`).
+pub fn gate_lease(
+    expected: (u64, u64),
+    uid: u32,
+    before: Option<Seen>,
+    lock: &LockOutcome,
+    fd_after: Option<Seen>,
+    name_after: Option<Seen>,
+) -> Result<(), Hold> {
+    check_lease_seen(expected, uid, before)?;
+    match lock {
+        LockOutcome::Acquired => {}
+        LockOutcome::Busy => {
+            return Err(Hold::new(
+                HoldReason::ConsumerAlive,
+                "a consumer holds the lease (shared flock)",
+            ));
+        }
+        LockOutcome::Error(e) => {
+            return Err(Hold::new(
+                HoldReason::LockUnsupported,
+                format!("flock failed: {e}"),
+            ));
+        }
+    }
+    check_lease_seen(expected, uid, fd_after)?;
+    check_lease_seen(expected, uid, name_after)?;
+    Ok(())
+}
+
+/// One entry of `git status --porcelain=v1 -z`: the two status letters and the path bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StatusEntry {
+    /// `XY` of porcelain v1 (`??` untracked, `!!` ignored).
+    pub xy: [u8; 2],
+    /// The path, relative to the worktree's top, as raw bytes.
+    pub path: Vec<u8>,
+}
+
+/// What gate 5 found in the worktree.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ContentEvidence {
+    /// Entries of `git status --porcelain=v1 -z --untracked-files=all --ignored=matching`.
+    pub status: Vec<StatusEntry>,
+    /// Paths with skip-worktree or assume-unchanged whose file exists and differs.
+    pub hidden: Vec<Vec<u8>>,
+    /// Operations in progress found in the worktree's git dir (`MERGE_HEAD`, `rebase-merge`, ...).
+    pub ops: Vec<String>,
+}
+
+/// Gate 5: no tracked change, untracked file, ignored file, hidden index edit
+/// or operation in progress. Returns every reason found, not just the first.
+pub fn gate_content(ev: &ContentEvidence) -> Result<(), Vec<Hold>> {
+    let mut dirty = Vec::new();
+    let mut untracked = Vec::new();
+    let mut ignored = Vec::new();
+    for e in &ev.status {
+        let path = crate::report::lossless(&e.path);
+        match &e.xy {
+            b"??" => untracked.push(path),
+            b"!!" => ignored.push(path),
+            _ => dirty.push(path),
+        }
+    }
+    let mut holds = Vec::new();
+    let mut push = |reason, what: &str, paths: Vec<String>| {
+        if !paths.is_empty() {
+            holds.push(Hold::new(reason, format!("{what}: {}", paths.join(", "))));
+        }
+    };
+    push(HoldReason::Dirty, "changed", dirty);
+    push(HoldReason::Untracked, "untracked", untracked);
+    push(HoldReason::Ignored, "ignored", ignored);
+    push(
+        HoldReason::HiddenIndex,
+        "edited behind skip-worktree/assume-unchanged",
+        ev.hidden
+            .iter()
+            .map(|p| crate::report::lossless(p))
+            .collect(),
+    );
+    push(HoldReason::OpInProgress, "in progress", ev.ops.clone());
+    if holds.is_empty() { Ok(()) } else { Err(holds) }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn dir(dev: u64, ino: u64) -> Seen {
+        Seen {
+            dev,
+            ino,
+            uid: 7,
+            mode: libc::S_IFDIR | 0o700,
+            nlink: 2,
+        }
+    }
+    fn file(dev: u64, ino: u64) -> Seen {
+        Seen {
+            dev,
+            ino,
+            uid: 7,
+            mode: libc::S_IFREG | 0o600,
+            nlink: 1,
+        }
+    }
+    fn good_path() -> PathEvidence {
+        PathEvidence {
+            seen: Some(dir(1, 2)),
+            canonical: true,
+            linked_back: true,
+            locked: None,
+            listed: true,
+            is_main: false,
+            cwd_inside: false,
+        }
+    }
+
+    #[test]
+    fn codes_are_kebab_case() {
+        assert_eq!(HoldReason::ConsumerAlive.code(), "consumer-alive");
+        assert_eq!(
+            HoldReason::UniqueCommitsUnarchived.code(),
+            "unique-commits-unarchived"
+        );
+    }
+
+    #[test]
+    fn state_gate_table() {
+        assert_eq!(gate_state(State::Terminal, false), Ok(StateGate::Proceed));
+        assert_eq!(gate_state(State::Interrupted, true), Ok(StateGate::Proceed));
+        assert_eq!(
+            gate_state(State::Active, false),
+            Ok(StateGate::ProceedIfFree)
+        );
+        let reason = |s, alive| gate_state(s, alive).unwrap_err().reason;
+        assert_eq!(reason(State::Active, true), HoldReason::LauncherAlive);
+        assert_eq!(reason(State::Retained, false), HoldReason::Retained);
+        assert_eq!(reason(State::Retiring, false), HoldReason::RetireInProgress);
+        assert_eq!(reason(State::Planned, false), HoldReason::NotTerminal);
+        assert_eq!(reason(State::Removed, false), HoldReason::NotTerminal);
+    }
+
+    #[test]
+    fn path_gate_accepts_the_recorded_directory() {
+        assert_eq!(gate_path((1, 2), 7, &good_path()), Ok(()));
+    }
+
+    #[test]
+    fn path_gate_refusals() {
+        type Mutate = fn(&mut PathEvidence);
+        let cases: Vec<(Mutate, HoldReason)> = vec![
+            (|e| e.seen = None, HoldReason::PathIdentity),
+            (|e| e.seen = Some(file(1, 2)), HoldReason::PathIdentity),
+            (|e| e.seen = Some(dir(1, 3)), HoldReason::PathIdentity),
+            (|e| e.seen = Some(dir(9, 2)), HoldReason::PathIdentity),
+            (
+                |e| e.seen.as_mut().unwrap().uid = 0,
+                HoldReason::PathIdentity,
+            ),
+            (|e| e.canonical = false, HoldReason::PathIdentity),
+            (|e| e.linked_back = false, HoldReason::PathIdentity),
+            (|e| e.listed = false, HoldReason::NotRegistered),
+            (|e| e.is_main = true, HoldReason::ProtectedPath),
+            (|e| e.locked = Some(String::new()), HoldReason::GitLocked),
+            (|e| e.cwd_inside = true, HoldReason::CwdInsideTarget),
+        ];
+        for (i, (mutate, want)) in cases.into_iter().enumerate() {
+            let mut ev = good_path();
+            mutate(&mut ev);
+            assert_eq!(
+                gate_path((1, 2), 7, &ev).unwrap_err().reason,
+                want,
+                "case {i}"
+            );
+        }
+    }
+
+    #[test]
+    fn lease_gate() {
+        let f = Some(file(1, 2));
+        let ok = gate_lease((1, 2), 7, f, &LockOutcome::Acquired, f, f);
+        assert_eq!(ok, Ok(()));
+        let r = |before, lock: LockOutcome, fd, name| {
+            gate_lease((1, 2), 7, before, &lock, fd, name)
+                .unwrap_err()
+                .reason
+        };
+        assert_eq!(r(f, LockOutcome::Busy, f, f), HoldReason::ConsumerAlive);
+        assert_eq!(
+            r(f, LockOutcome::Error("ENOLCK".into()), f, f),
+            HoldReason::LockUnsupported
+        );
+        assert_eq!(
+            r(None, LockOutcome::Acquired, f, f),
+            HoldReason::LeaseMissing
+        );
+        assert_eq!(
+            r(f, LockOutcome::Acquired, f, None),
+            HoldReason::LeaseMissing
+        );
+        assert_eq!(
+            r(f, LockOutcome::Acquired, Some(file(1, 5)), f),
+            HoldReason::LeaseIdentity
+        );
+        assert_eq!(
+            r(f, LockOutcome::Acquired, f, Some(file(1, 5))),
+            HoldReason::LeaseIdentity
+        );
+        let mut two = file(1, 2);
+        two.nlink = 2;
+        assert_eq!(
+            r(f, LockOutcome::Acquired, Some(two), f),
+            HoldReason::LeaseIdentity
+        );
+        let mut open = file(1, 2);
+        open.mode = libc::S_IFREG | 0o644;
+        assert_eq!(
+            r(Some(open), LockOutcome::Acquired, f, f),
+            HoldReason::LeaseInsecure
+        );
+        let mut theirs = file(1, 2);
+        theirs.uid = 0;
+        assert_eq!(
+            r(Some(theirs), LockOutcome::Acquired, f, f),
+            HoldReason::LeaseInsecure
+        );
+        let fifo = Seen {
+            mode: libc::S_IFIFO | 0o600,
+            ..file(1, 2)
+        };
+        assert_eq!(
+            r(Some(fifo), LockOutcome::Acquired, f, f),
+            HoldReason::LeaseIdentity
+        );
+    }
+
+    #[test]
+    fn content_gate_collects_every_reason() {
+        let clean = ContentEvidence::default();
+        assert_eq!(gate_content(&clean), Ok(()));
+        let ev = ContentEvidence {
+            status: vec![
+                StatusEntry {
+                    xy: *b" M",
+                    path: b"a".to_vec(),
+                },
+                StatusEntry {
+                    xy: *b"??",
+                    path: b"b".to_vec(),
+                },
+                StatusEntry {
+                    xy: *b"!!",
+                    path: b".env".to_vec(),
+                },
+            ],
+            hidden: vec![b"c".to_vec()],
+            ops: vec!["MERGE_HEAD".into()],
+        };
+        let reasons: Vec<_> = gate_content(&ev)
+            .unwrap_err()
+            .into_iter()
+            .map(|h| h.reason)
+            .collect();
+        assert_eq!(
+            reasons,
+            [
+                HoldReason::Dirty,
+                HoldReason::Untracked,
+                HoldReason::Ignored,
+                HoldReason::HiddenIndex,
+                HoldReason::OpInProgress
+            ]
+        );
+    }
+}

@@ -1,0 +1,647 @@
+//! Records: one versioned JSON file per worktree, their states and legal
+//! transitions, atomic fsynced writes, and read-modify-write under a short
+//! exclusive flock on the record's own lock file.
+//!
+//! # Invariants
+//! - A record is only ever replaced whole (`paths::write_atomic`).
+//! - Every state change goes through [`Record::set_state`], which refuses an
+//!   illegal transition and queues an audit line written with the record.
+//! - A record that is corrupt or of a newer schema is listed as such and never
+//!   changed: [`Registry::update`] fails with [`Error::Record`] (exit 3).
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use crate::audit::{Audit, Event};
+use crate::error::{Error, IoResultExt, Result};
+use crate::paths::StateRoot;
+use crate::plan::HoldReason;
+
+/// The record schema this build writes and understands.
+pub const SCHEMA: u64 = 1;
+
+/// How many launcher sessions a record keeps (SPEC/Record: the last 16).
+pub const MAX_SESSIONS: usize = 16;
+
+/// The life of a worktree (SPEC/Record "States").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum State {
+    /// Registered before anything was created.
+    Planned,
+    /// A launcher runs (or ran and was not yet proven gone).
+    Active,
+    /// The last launcher exited and recorded the outcome.
+    Terminal,
+    /// A named owner keeps it.
+    Retained,
+    /// Every launcher is gone without recording an exit, proven by retire or reap.
+    Interrupted,
+    /// Removal was decided and may be under way.
+    Retiring,
+    /// Gone; a tombstone says what was removed.
+    Removed,
+}
+
+impl State {
+    /// Returns the kebab-case name.
+    pub fn name(self) -> &'static str {
+        match self {
+            State::Planned => "planned",
+            State::Active => "active",
+            State::Terminal => "terminal",
+            State::Retained => "retained",
+            State::Interrupted => "interrupted",
+            State::Retiring => "retiring",
+            State::Removed => "removed",
+        }
+    }
+
+    /// Returns true if and only if SPEC/Record allows `self -> to`.
+    pub fn can_become(self, to: State) -> bool {
+        use State::*;
+        matches!(
+            (self, to),
+            (Planned, Active)
+                | (Planned, Removed)
+                | (Planned, Interrupted)
+                | (Active, Terminal)
+                | (Active, Interrupted)
+                | (Terminal, Retained)
+                | (Retained, Terminal)
+                | (Terminal, Retiring)
+                | (Interrupted, Retiring)
+                | (Retiring, Removed)
+                | (Retiring, Terminal)
+                | (Terminal, Active)
+                | (Retained, Active)
+                | (Interrupted, Active)
+        )
+    }
+}
+
+/// A path with the device and inode it had when recorded.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileId {
+    /// Canonical absolute path (UTF-8).
+    pub path: String,
+    /// `st_dev`.
+    pub dev: u64,
+    /// `st_ino`.
+    pub ino: u64,
+}
+
+impl FileId {
+    /// Returns `(dev, ino)`.
+    pub fn id(&self) -> (u64, u64) {
+        (self.dev, self.ino)
+    }
+    /// Returns the path.
+    pub fn path(&self) -> PathBuf {
+        PathBuf::from(&self.path)
+    }
+}
+
+/// Who a worktree belongs to: `kind:name` (`agent:claude`, `ci:job-42`, `manual:alice`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Owner {
+    /// The kind of owner.
+    pub kind: String,
+    /// Its name.
+    pub name: String,
+}
+
+impl Owner {
+    /// Parses `KIND:NAME`; both parts non-empty.
+    pub fn parse(s: &str) -> Result<Owner> {
+        match s.split_once(':') {
+            Some((k, n)) if !k.is_empty() && !n.is_empty() => Ok(Owner {
+                kind: k.to_string(),
+                name: n.to_string(),
+            }),
+            _ => Err(Error::Usage(format!(
+                "owner `{s}` is not of the form KIND:NAME"
+            ))),
+        }
+    }
+}
+
+/// How a command ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Outcome {
+    /// Exit code, if it exited.
+    pub code: Option<i32>,
+    /// Signal number, if a signal killed it.
+    pub signal: Option<i32>,
+    /// When lease saw it end (RFC 3339 UTC).
+    pub at: String,
+    /// The worktree's HEAD then, if readable.
+    pub head: Option<String>,
+    /// Why the command could not start, if it did not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Pids that still held the lease when the command exited.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub holders: Vec<u32>,
+}
+
+/// One launcher run in the worktree.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Session {
+    /// The launcher's pid.
+    pub pid: u32,
+    /// The launcher's start time, clock ticks since boot (`/proc/<pid>/stat` field 22).
+    pub start_time: u64,
+    /// When it started (RFC 3339 UTC).
+    pub started_at: String,
+    /// When it ended, if it recorded that.
+    pub ended_at: Option<String>,
+    /// How its command ended, if it recorded that.
+    pub outcome: Option<Outcome>,
+}
+
+impl Session {
+    /// Returns true if and only if this session's launcher process still runs.
+    pub fn launcher_alive(&self) -> bool {
+        self.ended_at.is_none() && crate::sys::is_alive(self.pid, self.start_time)
+    }
+}
+
+/// Why and until when an owner keeps a worktree.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Retention {
+    /// Who keeps it.
+    pub owner: Owner,
+    /// Why.
+    pub reason: String,
+    /// Until when (RFC 3339), or indefinitely.
+    pub until: Option<String>,
+}
+
+/// A verified archive of the commits that existed only in the worktree.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Archive {
+    /// `bundle`.
+    pub kind: String,
+    /// Absolute path of the bundle under the state root.
+    pub location: String,
+    /// sha256 of the bundle file, lowercase hex.
+    pub sha256: String,
+    /// The worktree's HEAD commit.
+    pub tip: String,
+    /// How many commits the bundle holds.
+    pub commits: u64,
+    /// Refs in the bundle and the commit each names.
+    pub refs: BTreeMap<String, String>,
+    /// Commits the bundle needs to be restored (on the default branch).
+    pub prerequisites: Vec<String>,
+    /// When the bundle was verified (RFC 3339 UTC).
+    pub verified_at: String,
+    /// Restores made from it.
+    pub receipts: Vec<serde_json::Value>,
+}
+
+/// One held retire.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Attempt {
+    /// When (RFC 3339 UTC).
+    pub at: String,
+    /// The reason codes.
+    pub reasons: Vec<HoldReason>,
+    /// What was found.
+    pub detail: Vec<String>,
+}
+
+/// What a removal left behind as evidence.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Tombstone {
+    /// The removed worktree's path.
+    pub path: String,
+    /// The record id.
+    pub id: String,
+    /// When (RFC 3339 UTC).
+    pub removed_at: String,
+    /// Bytes of the files removed (sum of `st_size` from lease's `lstat` walk).
+    pub bytes_reclaimed: u64,
+    /// Free bytes on the worktree's filesystem before removal.
+    pub free_before: u64,
+    /// Free bytes after.
+    pub free_after: u64,
+    /// The evidence the gates saw (HEAD, archive, git version, ...).
+    pub evidence: serde_json::Value,
+}
+
+/// The registry entry of one worktree (SPEC/Record).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Record {
+    /// Schema version, [`SCHEMA`].
+    pub schema: u64,
+    /// 128 random bits, lowercase hex.
+    pub id: String,
+    /// Current state.
+    pub state: State,
+    /// Canonical common git dir of the repository.
+    pub repo: String,
+    /// The worktree's top directory, once it exists.
+    pub worktree: Option<FileId>,
+    /// The worktree root (for adopted worktrees, the recorded parent).
+    pub root: FileId,
+    /// `created` or `adopted`.
+    pub origin: Origin,
+    /// Short branch name, or `None` for a detached HEAD.
+    pub branch: Option<String>,
+    /// The base commit.
+    pub base: String,
+    /// Who owns it.
+    pub owner: Owner,
+    /// Owning uid.
+    pub uid: u32,
+    /// When the record was made (RFC 3339 UTC).
+    pub created_at: String,
+    /// The lease file, once created.
+    pub lease: Option<FileId>,
+    /// The last [`MAX_SESSIONS`] launcher runs.
+    pub sessions: Vec<Session>,
+    /// How the last command ended.
+    pub outcome: Option<Outcome>,
+    /// Who keeps it, if retained.
+    pub retention: Option<Retention>,
+    /// The verified archive, if one was made.
+    pub archive: Option<Archive>,
+    /// Held retires.
+    pub attempts: Vec<Attempt>,
+    /// Set when removed.
+    pub tombstone: Option<Tombstone>,
+    /// Transitions made since load, written to the audit log with the record.
+    #[serde(skip)]
+    pending: Vec<(State, State)>,
+}
+
+/// Whether lease created the worktree or adopted an existing one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Origin {
+    /// Made by `lease exec`.
+    Created,
+    /// Registered with `--adopt`.
+    Adopted,
+}
+
+impl Record {
+    /// Builds a `planned` record.
+    #[allow(clippy::too_many_arguments)]
+    pub fn planned(
+        id: String,
+        repo: String,
+        root: FileId,
+        origin: Origin,
+        branch: Option<String>,
+        base: String,
+        owner: Owner,
+    ) -> Record {
+        Record {
+            schema: SCHEMA,
+            id,
+            state: State::Planned,
+            repo,
+            worktree: None,
+            root,
+            origin,
+            branch,
+            base,
+            owner,
+            uid: crate::sys::euid(),
+            created_at: now(),
+            lease: None,
+            sessions: Vec::new(),
+            outcome: None,
+            retention: None,
+            archive: None,
+            attempts: Vec::new(),
+            tombstone: None,
+            pending: Vec::new(),
+        }
+    }
+
+    /// Moves to `to`, or fails if SPEC/Record does not allow it.
+    pub fn set_state(&mut self, to: State) -> Result<()> {
+        if !self.state.can_become(to) {
+            return Err(Error::Record {
+                path: PathBuf::from(&self.id),
+                problem: format!(
+                    "not allowed to go from {} to {}",
+                    self.state.name(),
+                    to.name()
+                ),
+            });
+        }
+        self.pending.push((self.state, to));
+        self.state = to;
+        Ok(())
+    }
+
+    /// Adds a launcher session, keeping the last [`MAX_SESSIONS`].
+    pub fn push_session(&mut self, s: Session) {
+        self.sessions.push(s);
+        let extra = self.sessions.len().saturating_sub(MAX_SESSIONS);
+        self.sessions.drain(..extra);
+    }
+
+    /// Returns true if and only if a launcher of this record still runs.
+    pub fn any_launcher_alive(&self) -> bool {
+        self.sessions.iter().any(Session::launcher_alive)
+    }
+
+    /// Returns the first 8 hex digits of the id.
+    pub fn prefix(&self) -> &str {
+        &self.id[..8.min(self.id.len())]
+    }
+}
+
+/// A record file as found on disk.
+#[derive(Debug)]
+pub enum Loaded {
+    /// Parsed, known schema.
+    Ok(Box<Record>),
+    /// Unreadable, corrupt or of a newer schema: listed, never changed.
+    Bad {
+        /// The id from the file name.
+        id: String,
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        problem: String,
+    },
+}
+
+/// The set of records under a state root.
+#[derive(Debug, Clone)]
+pub struct Registry {
+    root: StateRoot,
+}
+
+impl Registry {
+    /// Opens the registry of a state root.
+    pub fn new(root: StateRoot) -> Registry {
+        Registry { root }
+    }
+
+    /// The state root.
+    pub fn root(&self) -> &StateRoot {
+        &self.root
+    }
+
+    fn file(&self, id: &str) -> PathBuf {
+        self.root.records().join(format!("{id}.json"))
+    }
+
+    /// Reads one record.
+    pub fn load(&self, id: &str) -> Loaded {
+        let path = self.file(id);
+        let bad = |problem: String| Loaded::Bad {
+            id: id.to_string(),
+            path: path.clone(),
+            problem,
+        };
+        let bytes = match fs::read(&path) {
+            Ok(b) => b,
+            Err(e) => return bad(format!("unreadable: {e}")),
+        };
+        let value: serde_json::Value = match serde_json::from_slice(&bytes) {
+            Ok(v) => v,
+            Err(e) => return bad(format!("corrupt: {e}")),
+        };
+        match value.get("schema").and_then(serde_json::Value::as_u64) {
+            Some(SCHEMA) => {}
+            Some(n) if n > SCHEMA => {
+                return bad(format!("of schema {n}, newer than this lease ({SCHEMA})"));
+            }
+            _ => return bad("corrupt: no known schema".into()),
+        }
+        match serde_json::from_value::<Record>(value) {
+            Ok(r) if r.id == id => Loaded::Ok(Box::new(r)),
+            Ok(r) => bad(format!("corrupt: its id is {}", r.id)),
+            Err(e) => bad(format!("corrupt: {e}")),
+        }
+    }
+
+    /// Reads one record, failing if it is bad.
+    pub fn get(&self, id: &str) -> Result<Record> {
+        match self.load(id) {
+            Loaded::Ok(r) => Ok(*r),
+            Loaded::Bad { path, problem, .. } => Err(Error::Record { path, problem }),
+        }
+    }
+
+    /// Returns every record id, sorted.
+    pub fn ids(&self) -> Result<Vec<String>> {
+        let dir = self.root.records();
+        let mut ids = Vec::new();
+        for entry in fs::read_dir(&dir).at_do("cannot read", &dir)? {
+            let entry = entry.at_do("cannot read", &dir)?;
+            let name = entry.file_name();
+            let Some(name) = name.to_str() else { continue };
+            if let Some(id) = name.strip_suffix(".json")
+                && is_id(id)
+            {
+                ids.push(id.to_string());
+            }
+        }
+        ids.sort();
+        Ok(ids)
+    }
+
+    /// Reads every record.
+    pub fn scan(&self) -> Result<Vec<Loaded>> {
+        Ok(self.ids()?.iter().map(|id| self.load(id)).collect())
+    }
+
+    /// Resolves a full id or a unique prefix of 8 or more hex digits.
+    pub fn resolve(&self, prefix: &str) -> Result<String> {
+        if prefix.len() < 8 || prefix.len() > 32 || !prefix.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(Error::Usage(format!(
+                "`{prefix}` is not a record id or a prefix of 8 or more hex digits"
+            )));
+        }
+        let prefix = prefix.to_ascii_lowercase();
+        let found: Vec<String> = self
+            .ids()?
+            .into_iter()
+            .filter(|id| id.starts_with(&prefix))
+            .collect();
+        match found.as_slice() {
+            [one] => Ok(one.clone()),
+            [] => Err(Error::Usage(format!("no record matches `{prefix}`"))),
+            many => Err(Error::Usage(format!(
+                "`{prefix}` is ambiguous: {}",
+                many.join(", ")
+            ))),
+        }
+    }
+
+    /// Writes a new record (it must not exist yet) and audits its creation.
+    pub fn create(&self, rec: &mut Record) -> Result<()> {
+        let _lock = self.lock(&rec.id)?;
+        let path = self.file(&rec.id);
+        if path.exists() {
+            return Err(Error::Record {
+                path,
+                problem: "already exists".into(),
+            });
+        }
+        self.write(rec, "create")
+    }
+
+    /// Read-modify-write of one record under its exclusive lock. `f` may change
+    /// the record and call [`Record::set_state`]; the record is written only if
+    /// `f` succeeds and changed it, then each transition is audited.
+    pub fn update<T>(&self, id: &str, f: impl FnOnce(&mut Record) -> Result<T>) -> Result<T> {
+        let _lock = self.lock(id)?;
+        let mut rec = self.get(id)?;
+        let before = rec.clone();
+        let out = f(&mut rec)?;
+        if rec != before || !rec.pending.is_empty() {
+            self.write(&mut rec, "transition")?;
+        }
+        Ok(out)
+    }
+
+    /// Records a held retire: one more `attempts` entry and one audit line.
+    pub fn record_hold(&self, id: &str, holds: &[crate::plan::Hold]) -> Result<()> {
+        let reasons: Vec<HoldReason> = holds.iter().map(|h| h.reason).collect();
+        let detail: Vec<String> = holds.iter().map(|h| h.detail.clone()).collect();
+        self.update(id, |rec| {
+            rec.attempts.push(Attempt {
+                at: now(),
+                reasons: reasons.clone(),
+                detail: detail.clone(),
+            });
+            Ok(())
+        })?;
+        Audit::new(&self.root).append(&Event {
+            event: "held".into(),
+            id: id.to_string(),
+            from: None,
+            to: None,
+            reasons,
+            detail,
+        })
+    }
+
+    fn write(&self, rec: &mut Record, event: &str) -> Result<()> {
+        let bytes = serde_json::to_vec_pretty(&*rec).expect("a record serializes");
+        crate::paths::write_atomic(&self.file(&rec.id), &bytes)?;
+        let audit = Audit::new(&self.root);
+        if event == "create" {
+            audit.append(&Event {
+                event: "create".into(),
+                id: rec.id.clone(),
+                from: None,
+                to: Some(rec.state),
+                reasons: vec![],
+                detail: vec![],
+            })?;
+        }
+        for (from, to) in rec.pending.drain(..) {
+            audit.append(&Event {
+                event: "transition".into(),
+                id: rec.id.clone(),
+                from: Some(from),
+                to: Some(to),
+                reasons: vec![],
+                detail: vec![],
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Takes the short exclusive flock on `<id>.lock`; released when the guard drops (by close, never `LOCK_UN`).
+    fn lock(&self, id: &str) -> Result<fs::File> {
+        let path = self.root.records().join(format!("{id}.lock"));
+        let f = fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&path)
+            .at_do("cannot open", &path)?;
+        f.lock().at_do("cannot lock", &path)?;
+        Ok(f)
+    }
+}
+
+/// Returns true if and only if `s` looks like a record id (32 lowercase hex digits).
+pub fn is_id(s: &str) -> bool {
+    s.len() == 32 && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+/// Makes a new random id: 128 bits from the OS, lowercase hex.
+pub fn new_id() -> Result<String> {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).map_err(|e| Error::Io {
+        action: "cannot get random bytes for",
+        path: PathBuf::from("record id"),
+        source: std::io::Error::other(e.to_string()),
+    })?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// Returns the current time as RFC 3339 UTC with seconds.
+pub fn now() -> String {
+    humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn transitions_follow_the_spec() {
+        use State::*;
+        let all = [
+            Planned,
+            Active,
+            Terminal,
+            Retained,
+            Interrupted,
+            Retiring,
+            Removed,
+        ];
+        let legal: Vec<(State, State)> = all
+            .iter()
+            .flat_map(|&a| all.iter().map(move |&b| (a, b)))
+            .filter(|&(a, b)| a.can_become(b))
+            .collect();
+        assert_eq!(legal.len(), 14);
+        assert!(!Removed.can_become(Active));
+        assert!(
+            !Active.can_become(Retiring),
+            "active must be proven interrupted first"
+        );
+        assert!(!Active.can_become(Removed));
+        assert!(!Planned.can_become(Terminal));
+        assert!(Retiring.can_become(Terminal));
+    }
+
+    #[test]
+    fn ids_are_128_bit_hex() {
+        let a = new_id().unwrap();
+        assert!(is_id(&a));
+        assert_ne!(a, new_id().unwrap());
+        assert!(!is_id("ABCDEF00112233445566778899aabbcc"));
+    }
+
+    #[test]
+    fn owner_parse() {
+        assert_eq!(Owner::parse("agent:x").unwrap().name, "x");
+        assert!(Owner::parse("agent:").is_err());
+        assert!(Owner::parse("nocolon").is_err());
+    }
+}

@@ -1,0 +1,1032 @@
+//! The retire engine: gather evidence, decide with `plan`, archive, re-probe,
+//! `git worktree remove`, tombstone. Shared by `lease retire` and `lease exec`.
+//!
+//! # Theory of operation
+//! Gates run in SPEC order (1 state, 2 path, 3 lease, 4 process audit, 5
+//! content, 6 reachability, 7 refresh, 8 removal). Any refusal holds: the
+//! worktree and its admin directory are untouched, the record gains one
+//! `attempts` entry and the audit log one line. Only after every gate, under
+//! the exclusive lease lock taken in gate 3 and held to the end, is the record
+//! made `retiring` and a non-forced `git worktree remove` run on the
+//! canonical path. A dry run never takes the exclusive lock (holders come from
+//! `/proc`) and writes nothing.
+//!
+//! # Remaining window
+//! `git worktree remove` deletes by path. A process of the same user that
+//! swaps the worktree for a symlink after the last identity check and before
+//! git's own walk is outside SPEC's threat model; lease checks identity
+//! immediately before the call to keep that window as short as it can.
+
+use std::fs;
+use std::io::Read;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use crate::audit::{Audit, Event};
+use crate::error::{Error, IoResultExt, Result};
+use crate::git::{self, Git, RepoGit};
+use crate::plan::{self, Disposition, Hold, HoldReason, StateGate};
+use crate::registry::{Archive, Loaded, Record, Registry, State, Tombstone};
+use crate::report::TargetReport;
+
+/// Files in a worktree's admin directory that mean an operation is in progress.
+const OPS: &[&str] = &[
+    "MERGE_HEAD",
+    "CHERRY_PICK_HEAD",
+    "REVERT_HEAD",
+    "BISECT_LOG",
+    "rebase-merge",
+    "rebase-apply",
+    "index.lock",
+];
+
+/// Per-worktree ref namespaces git deletes with the worktree (git-worktree(1) REFS).
+const PRIVATE_REFS: &[&str] = &["refs/worktree/", "refs/bisect/", "refs/rewritten/"];
+
+/// Runs retires against one registry with one git.
+#[derive(Debug)]
+pub struct Engine {
+    reg: Registry,
+    git: Git,
+    dry_run: bool,
+}
+
+/// Everything the later gates need once gates 1 to 3 passed.
+struct Held<'a> {
+    rec: Record,
+    rg: RepoGit,
+    wt: PathBuf,
+    admin: PathBuf,
+    /// The exclusive lock, kept open until the end (closing releases it).
+    lock: Option<fs::File>,
+    _reg: &'a Registry,
+}
+
+impl Engine {
+    /// An engine over `reg`; with `dry_run` it decides but changes nothing.
+    pub fn new(reg: Registry, git: Git, dry_run: bool) -> Engine {
+        Engine { reg, git, dry_run }
+    }
+
+    /// The registry.
+    pub fn registry(&self) -> &Registry {
+        &self.reg
+    }
+
+    /// Retires record `id`, returning what happened. Never panics on bad
+    /// evidence: every unknown holds.
+    pub fn retire(&self, id: &str) -> TargetReport {
+        let rec = match self.reg.load(id) {
+            Loaded::Ok(r) => *r,
+            Loaded::Bad { path, problem, .. } => {
+                let mut t = TargetReport::new(Some(id.to_string()), None, Disposition::Held);
+                t.error = Some(format!("record `{}` is {problem}", path.display()));
+                return t;
+            }
+        };
+        let wt = rec.worktree.as_ref().map(|w| w.path.clone());
+        let mut report = TargetReport::new(Some(id.to_string()), wt, Disposition::Held);
+        match self.run(rec, &mut report) {
+            Ok(Ok(())) => report,
+            Ok(Err(holds)) => {
+                if !self.dry_run
+                    && let Err(e) = self.reg.record_hold(id, &holds)
+                {
+                    report.error = Some(e.to_string());
+                }
+                let retained = holds.iter().any(|h| h.reason == HoldReason::Retained);
+                let mut r = report.held(&holds);
+                if retained {
+                    r.disposition = Disposition::Retained;
+                }
+                r
+            }
+            Err(e) => {
+                let hold = Hold::new(e.reason().unwrap_or(HoldReason::Unprovable), e.to_string());
+                if !self.dry_run {
+                    let _ = self.reg.record_hold(id, std::slice::from_ref(&hold));
+                }
+                let mut r = report.held(&[hold]);
+                if e.class() == crate::error::Class::Failed {
+                    r.error = Some(e.to_string());
+                }
+                r
+            }
+        }
+    }
+
+    fn run(&self, rec: Record, report: &mut TargetReport) -> Result<Result<(), Vec<Hold>>> {
+        // Gate 1: state.
+        let state_gate = match plan::gate_state(rec.state, rec.any_launcher_alive()) {
+            Ok(g) => g,
+            Err(h) => return Ok(Err(vec![h])),
+        };
+        // Gates 2 and 3.
+        let mut held = match self.gates_path_and_lease(rec, state_gate)? {
+            Ok(h) => h,
+            Err(holds) => return Ok(Err(holds)),
+        };
+        // Gate 4, the /proc process-reference audit, comes with the hardened
+        // gates (issue 3); the lease lock of gate 3 is the authority here.
+
+        // Gate 5: content.
+        let content = self.probe_content(&held.rg, &held.wt, &held.admin)?;
+        if let Err(holds) = plan::gate_content(&content) {
+            return Ok(Err(holds));
+        }
+
+        // Gate 6: reachability.
+        let reach = self.probe_reachability(&held.rg, &held.wt, &held.rec)?;
+        report.unique_commits = reach.unique.len() as u64;
+        if self.dry_run {
+            report.disposition = Disposition::WouldRemove;
+            report.detail.push(if reach.unique.is_empty() {
+                "every commit is durable; would remove".to_string()
+            } else {
+                format!(
+                    "would archive {} commit(s) into a bundle, then remove",
+                    reach.unique.len()
+                )
+            });
+            return Ok(Ok(()));
+        }
+        let archive = if reach.unique.is_empty() {
+            None
+        } else {
+            match self.archive(&held.rg, &held.rec, &reach) {
+                Ok(a) => {
+                    let id = held.rec.id.clone();
+                    let a2 = a.clone();
+                    self.reg.update(&id, |r| {
+                        r.archive = Some(a2);
+                        Ok(())
+                    })?;
+                    Audit::new(self.reg.root()).append(&Event {
+                        event: "archived".into(),
+                        id: id.clone(),
+                        from: None,
+                        to: None,
+                        reasons: vec![],
+                        detail: vec![a.location.clone(), a.sha256.clone()],
+                    })?;
+                    held.rec = self.reg.get(&id)?;
+                    Some(a)
+                }
+                Err(h) => return Ok(Err(vec![h])),
+            }
+        };
+        report.archive = archive.clone();
+
+        // Gate 7: nothing moved while archiving.
+        if let Err(holds) = self.refresh(&held, &reach.head, archive.as_ref())? {
+            return Ok(Err(holds));
+        }
+
+        // Gate 8: remove.
+        self.remove(&mut held, &reach, report)
+    }
+
+    /// Gates 2 (path identity, registration) and 3 (lease identity and lock).
+    fn gates_path_and_lease(
+        &self,
+        rec: Record,
+        state_gate: StateGate,
+    ) -> Result<Result<Held<'_>, Vec<Hold>>> {
+        let repo = PathBuf::from(&rec.repo);
+        if !repo.is_dir() {
+            return Ok(Err(vec![Hold::new(
+                HoldReason::RepoMissing,
+                format!("repository `{}` is missing", repo.display()),
+            )]));
+        }
+        let Some(wt_id) = rec.worktree.clone() else {
+            return Ok(Err(vec![Hold::new(
+                HoldReason::PathIdentity,
+                "the record has no worktree",
+            )]));
+        };
+        let rg = self.git.repo(&repo)?;
+        let wt = wt_id.path();
+        if let Err(h) = self.gate_root(&rec) {
+            return Ok(Err(vec![h]));
+        }
+        let (ev, admin) = self.probe_path(&rg, &repo, &wt)?;
+        if let Err(h) = plan::gate_path(wt_id.id(), rec.uid, &ev) {
+            return Ok(Err(vec![h]));
+        }
+        let Some(admin) = admin else {
+            return Ok(Err(vec![Hold::new(
+                HoldReason::PathIdentity,
+                "no admin directory",
+            )]));
+        };
+
+        // Gate 3.
+        let Some(lease) = rec.lease.clone() else {
+            return Ok(Err(vec![Hold::new(
+                HoldReason::LeaseMissing,
+                "the record has no lease",
+            )]));
+        };
+        let lock = if self.dry_run {
+            if let Err(h) =
+                plan::check_lease_seen(lease.id(), rec.uid, crate::safety::lstat(&lease.path()))
+            {
+                return Ok(Err(vec![h]));
+            }
+            let (pids, _) = crate::procs::holders(lease.id());
+            if !pids.is_empty() {
+                return Ok(Err(vec![Hold::new(
+                    HoldReason::ConsumerAlive,
+                    format!("held by pid {}", join(&pids)),
+                )]));
+            }
+            None
+        } else {
+            let before = crate::safety::lstat(&lease.path());
+            let f = match crate::lease::open_checked(&lease, rec.uid) {
+                Ok(f) => f,
+                Err(h) => return Ok(Err(vec![h])),
+            };
+            let outcome = crate::lease::try_exclusive(&f);
+            let fd_after = crate::safety::fstat(&f);
+            let name_after = crate::safety::lstat(&lease.path());
+            if let Err(mut h) =
+                plan::gate_lease(lease.id(), rec.uid, before, &outcome, fd_after, name_after)
+            {
+                if h.reason == HoldReason::ConsumerAlive {
+                    let (pids, _) = crate::procs::holders(lease.id());
+                    if !pids.is_empty() {
+                        h.detail = format!("{}: pid {}", h.detail, join(&pids));
+                    }
+                }
+                return Ok(Err(vec![h]));
+            }
+            Some(f)
+        };
+        let mut rec = rec;
+        if state_gate == StateGate::ProceedIfFree && !self.dry_run {
+            // Every launcher is gone and the lease is free: proven interrupted.
+            let id = rec.id.clone();
+            self.reg.update(&id, |r| r.set_state(State::Interrupted))?;
+            rec = self.reg.get(&id)?;
+        }
+        Ok(Ok(Held {
+            rec,
+            rg,
+            wt,
+            admin,
+            lock,
+            _reg: &self.reg,
+        }))
+    }
+
+    /// The worktree root must still be the recorded directory.
+    fn gate_root(&self, rec: &Record) -> Result<(), Hold> {
+        let root = rec.root.path();
+        let seen = crate::safety::lstat(&root);
+        let ok = seen.is_some_and(|s| s.is_dir() && (s.dev, s.ino) == rec.root.id())
+            && crate::safety::is_canonical(&root);
+        if ok {
+            Ok(())
+        } else {
+            Err(Hold::new(
+                HoldReason::RootIdentity,
+                format!(
+                    "worktree root `{}` is not the recorded directory",
+                    root.display()
+                ),
+            ))
+        }
+    }
+
+    /// Gathers gate 2's evidence; also returns the admin directory when the
+    /// `.git` file and the admin `gitdir` point at each other.
+    fn probe_path(
+        &self,
+        rg: &RepoGit,
+        repo: &Path,
+        wt: &Path,
+    ) -> Result<(plan::PathEvidence, Option<PathBuf>)> {
+        let list = rg
+            .cmd(repo)
+            .args(["worktree", "list", "--porcelain", "-z"])
+            .probe()?;
+        let entries = git::parse_worktrees(&list);
+        let bytes = wt.as_os_str().as_bytes();
+        let mine = entries.iter().skip(1).find(|e| e.path == bytes);
+        let admin = linked_admin(repo, wt);
+        Ok((
+            plan::PathEvidence {
+                seen: crate::safety::lstat(wt),
+                canonical: crate::safety::is_canonical(wt),
+                linked_back: admin.is_some(),
+                locked: mine.and_then(|e| e.locked.clone()),
+                listed: mine.is_some(),
+                is_main: entries.first().is_some_and(|e| e.path == bytes),
+                cwd_inside: crate::safety::cwd_inside(wt),
+            },
+            admin,
+        ))
+    }
+
+    /// Gate 5's evidence: status with untracked and ignored files forced
+    /// visible, hidden index edits, operations in progress.
+    fn probe_content(
+        &self,
+        rg: &RepoGit,
+        wt: &Path,
+        admin: &Path,
+    ) -> Result<plan::ContentEvidence> {
+        let status = rg
+            .cmd(wt)
+            .args([
+                "status",
+                "--porcelain=v1",
+                "-z",
+                "--untracked-files=all",
+                "--ignored=matching",
+                "--ignore-submodules=none",
+            ])
+            .probe()?;
+        let listed = rg.cmd(wt).args(["ls-files", "-v", "-s", "-z"]).probe()?;
+        let mut hidden = Vec::new();
+        for e in git::parse_hidden(&listed) {
+            if !self.hidden_entry_matches(rg, wt, &e)? {
+                hidden.push(e.path);
+            }
+        }
+        let ops = OPS
+            .iter()
+            .filter(|o| fs::symlink_metadata(admin.join(o)).is_ok())
+            .map(|o| (*o).to_string())
+            .collect();
+        Ok(plan::ContentEvidence {
+            status: git::parse_status(&status),
+            hidden,
+            ops,
+        })
+    }
+
+    /// Returns true if the file behind a skip-worktree or assume-unchanged
+    /// entry is absent (sparse checkout) or equal to the index: a regular file
+    /// hashed as a blob from an `O_NOFOLLOW|O_NONBLOCK` descriptor, a symlink
+    /// compared by its link text. Anything else does not match.
+    fn hidden_entry_matches(&self, rg: &RepoGit, wt: &Path, e: &git::HiddenEntry) -> Result<bool> {
+        let path = wt.join(std::ffi::OsStr::from_bytes(&e.path));
+        let meta = match fs::symlink_metadata(&path) {
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(true),
+            Err(err) => return Err(err).at(&path),
+            Ok(m) => m,
+        };
+        if meta.file_type().is_file() {
+            let Ok(f) = fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+                .open(&path)
+            else {
+                return Ok(false);
+            };
+            let exec = meta.mode() & 0o111 != 0;
+            if (e.mode == "100755") != exec {
+                return Ok(false);
+            }
+            let oid = rg
+                .cmd(wt)
+                .args(["hash-object", "--no-filters", "--stdin"])
+                .stdin(f)
+                .run()?;
+            Ok(git::first_line(&oid) == e.oid && e.mode.starts_with("100"))
+        } else if meta.file_type().is_symlink() {
+            let text = fs::read_link(&path).at(&path)?;
+            let blob = rg.cmd(wt).args(["cat-file", "blob", &e.oid]).run()?;
+            Ok(e.mode == "120000" && blob == text.as_os_str().as_bytes())
+        } else {
+            Ok(false)
+        }
+    }
+
+    /// Gate 6's evidence: the durable ref, HEAD and the private tips, and the
+    /// commits reachable from the tips but not from the durable ref.
+    fn probe_reachability(&self, rg: &RepoGit, wt: &Path, rec: &Record) -> Result<Reach> {
+        let head = git::first_line(
+            &rg.cmd(wt)
+                .args(["rev-parse", "--verify", "-q", "HEAD^{commit}"])
+                .output()?
+                .stdout,
+        );
+        let durable = self.durable_ref(rg, wt, rec)?;
+        let mut tips: Vec<(String, String)> = Vec::new();
+        if !head.is_empty() {
+            tips.push((format!("refs/lease/{}/head", rec.id), head.clone()));
+        }
+        let refs = rg
+            .cmd(wt)
+            .args(["for-each-ref", "--format=%(objectname) %(refname)"])
+            .args(PRIVATE_REFS)
+            .probe()?;
+        for (oid, name) in git::parse_heads(&refs) {
+            let rest = name.strip_prefix("refs/").unwrap_or(&name);
+            tips.push((format!("refs/lease/{}/private/{rest}", rec.id), oid));
+        }
+        let reflog = rg
+            .cmd(wt)
+            .args(["reflog", "show", "--format=%H", "HEAD", "--"])
+            .output()?;
+        if reflog.ok {
+            for (n, oid) in git::parse_oids(&reflog.stdout).into_iter().enumerate() {
+                tips.push((format!("refs/lease/{}/reflog/{n}", rec.id), oid));
+            }
+        }
+        let unique = if tips.is_empty() {
+            Vec::new()
+        } else {
+            let mut c = rg.cmd(wt);
+            c.arg("rev-list");
+            let mut seen = Vec::new();
+            for (_, oid) in &tips {
+                if !seen.contains(oid) {
+                    c.arg(oid);
+                    seen.push(oid.clone());
+                }
+            }
+            if let Some((_, d)) = &durable {
+                c.arg("--not").arg(d);
+            }
+            c.arg("--");
+            git::parse_oids(&c.probe()?)
+        };
+        // Keep one ref per non-durable tip commit.
+        let mut kept: Vec<(String, String)> = Vec::new();
+        for (name, oid) in tips {
+            if unique.contains(&oid) && !kept.iter().any(|(_, o)| *o == oid) {
+                kept.push((name, oid));
+            }
+        }
+        Ok(Reach {
+            head,
+            durable,
+            tips: kept,
+            unique,
+        })
+    }
+
+    /// The trusted remote's default-branch tracking ref and its commit
+    /// (SPEC/Words "durable"): `origin` if it exists, else the branch's
+    /// upstream remote; `refs/remotes/<r>/HEAD`, else `main`, else `master`.
+    fn durable_ref(
+        &self,
+        rg: &RepoGit,
+        wt: &Path,
+        rec: &Record,
+    ) -> Result<Option<(String, String)>> {
+        let remotes = rg.cmd(wt).arg("remote").probe()?;
+        let remotes: Vec<String> = String::from_utf8_lossy(&remotes)
+            .lines()
+            .map(str::to_string)
+            .collect();
+        let remote = if remotes.iter().any(|r| r == "origin") {
+            Some("origin".to_string())
+        } else if let Some(b) = &rec.branch {
+            let up = rg
+                .cmd(wt)
+                .args(["for-each-ref", "--format=%(upstream:remotename)"])
+                .arg(format!("refs/heads/{b}"))
+                .probe()?;
+            Some(git::first_line(&up)).filter(|r| !r.is_empty() && remotes.contains(r))
+        } else {
+            None
+        };
+        let Some(remote) = remote else {
+            return Ok(None);
+        };
+        for name in ["HEAD", "main", "master"] {
+            let r = format!("refs/remotes/{remote}/{name}");
+            let out = rg
+                .cmd(wt)
+                .args(["rev-parse", "--verify", "-q"])
+                .arg(format!("{r}^{{commit}}"))
+                .output()?;
+            if out.ok {
+                return Ok(Some((r, git::first_line(&out.stdout))));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Builds the bundle in a scratch bare repository that borrows the
+    /// source's objects, then verifies it in a second one (SPEC gate 6).
+    fn archive(&self, rg: &RepoGit, rec: &Record, reach: &Reach) -> Result<Archive, Hold> {
+        let unarchived = |what: &str, e: &dyn std::fmt::Display| {
+            Hold::new(HoldReason::UniqueCommitsUnarchived, format!("{what}: {e}"))
+        };
+        let repo = PathBuf::from(&rec.repo);
+        let root = self.reg.root();
+        let fmt = rg
+            .cmd(&repo)
+            .args(["rev-parse", "--show-object-format"])
+            .run()
+            .map(|o| git::first_line(&o))
+            .map_err(|e| unarchived("cannot read the object format", &e))?;
+        let dir = root.archives().join(&rec.id);
+        crate::paths::make_private_dir(&dir).map_err(|e| unarchived("cannot create", &e))?;
+        let n = fs::read_dir(&dir).map(|d| d.count()).unwrap_or(0) + 1;
+        let bundle = dir.join(format!("{n}.bundle"));
+        let tmp = dir.join(format!(".{n}.bundle.tmp"));
+        let scratch = Scratch::new(root, &rec.id, "build", &fmt, &repo, rg)
+            .map_err(|e| unarchived("cannot make a scratch repository", &e))?;
+        let built = (|| -> Result<()> {
+            for (name, oid) in &reach.tips {
+                rg.cmd(&scratch.path)
+                    .args(["update-ref", name, oid])
+                    .run()?;
+            }
+            let mut c = rg.cmd(&scratch.path);
+            c.args(["bundle", "create", "-q"]).arg(&tmp);
+            for (name, _) in &reach.tips {
+                c.arg(name);
+            }
+            if let Some((_, d)) = &reach.durable {
+                c.arg("--not").arg(d);
+            }
+            c.run()?;
+            let f = fs::File::open(&tmp).at(&tmp)?;
+            f.sync_all().at_do("cannot fsync", &tmp)?;
+            fs::rename(&tmp, &bundle).at_do("cannot rename into", &bundle)?;
+            crate::paths::sync_dir(&dir)
+        })();
+        drop(scratch);
+        if let Err(e) = built {
+            let _ = fs::remove_file(&tmp);
+            return Err(unarchived("cannot create the bundle", &e));
+        }
+        crate::fault::point("archive-written");
+        let sha256 = file_sha256(&bundle).map_err(|e| unarchived("cannot hash the bundle", &e))?;
+        let header = fs::read(&bundle)
+            .ok()
+            .and_then(|b| parse_bundle_header(&b))
+            .ok_or_else(|| {
+                Hold::new(
+                    HoldReason::ArchiveUnverified,
+                    format!("`{}` has no bundle header", bundle.display()),
+                )
+            })?;
+        if let Err(h) = self.verify(rg, rec, &repo, &fmt, &bundle, &header, reach) {
+            let _ = fs::remove_file(&bundle);
+            return Err(h);
+        }
+        Ok(Archive {
+            kind: "bundle".into(),
+            location: crate::paths::utf8(&bundle).map_err(|e| unarchived("bad path", &e))?,
+            sha256,
+            tip: reach.head.clone(),
+            commits: reach.unique.len() as u64,
+            refs: reach.tips.iter().cloned().collect(),
+            prerequisites: header.prerequisites,
+            verified_at: crate::registry::now(),
+            receipts: Vec::new(),
+        })
+    }
+
+    /// Verifies a bundle for real: its header names exactly the expected
+    /// tips; `git bundle unbundle` with fsck into a fresh scratch repository
+    /// borrowing the source's objects succeeds; with the alternates removed
+    /// every tip exists there; with them restored the tips are complete down
+    /// to the prerequisites. `git bundle verify` alone passes truncated and
+    /// bit-flipped bundles (reliability.md V11).
+    #[allow(clippy::too_many_arguments)]
+    fn verify(
+        &self,
+        rg: &RepoGit,
+        rec: &Record,
+        repo: &Path,
+        fmt: &str,
+        bundle: &Path,
+        header: &BundleHeader,
+        reach: &Reach,
+    ) -> Result<(), Hold> {
+        let unverified = |what: &str| {
+            Hold::new(
+                HoldReason::ArchiveUnverified,
+                format!("`{}`: {what}", bundle.display()),
+            )
+        };
+        let mut want: Vec<(String, String)> = reach
+            .tips
+            .iter()
+            .map(|(n, o)| (o.clone(), n.clone()))
+            .collect();
+        let mut got = header.refs.clone();
+        want.sort();
+        got.sort();
+        if want != got {
+            return Err(unverified("its refs differ from the commits archived"));
+        }
+        let scratch = Scratch::new(self.reg.root(), &rec.id, "verify", fmt, repo, rg)
+            .map_err(|e| unverified(&format!("cannot make a scratch repository: {e}")))?;
+        let unbundled = rg
+            .cmd(&scratch.path)
+            .args([
+                "-c",
+                "transfer.fsckObjects=true",
+                "-c",
+                "fetch.fsckObjects=true",
+                "bundle",
+                "unbundle",
+            ])
+            .arg(bundle)
+            .run();
+        if let Err(e) = unbundled {
+            return Err(unverified(&format!("unbundle failed: {e}")));
+        }
+        let alt = scratch.path.join("objects/info/alternates");
+        let away = scratch.path.join("objects/info/alternates.off");
+        fs::rename(&alt, &away).map_err(|e| unverified(&e.to_string()))?;
+        for (_, oid) in &reach.tips {
+            let present = rg
+                .cmd(&scratch.path)
+                .args(["cat-file", "-e"])
+                .arg(format!("{oid}^{{commit}}"))
+                .output();
+            if !present.is_ok_and(|o| o.ok) {
+                return Err(unverified(&format!(
+                    "commit {oid} is not in the bundle's pack"
+                )));
+            }
+        }
+        fs::rename(&away, &alt).map_err(|e| unverified(&e.to_string()))?;
+        let mut c = rg.cmd(&scratch.path);
+        c.args(["rev-list", "--objects", "--quiet"]);
+        for (_, oid) in &reach.tips {
+            c.arg(oid);
+        }
+        if !header.prerequisites.is_empty() {
+            c.arg("--not").args(&header.prerequisites);
+        }
+        c.arg("--");
+        c.run()
+            .map_err(|e| unverified(&format!("incomplete: {e}")))?;
+        Ok(())
+    }
+
+    /// Gate 7: HEAD, status, the bundle's sha256 and the record are unchanged.
+    fn refresh(
+        &self,
+        held: &Held<'_>,
+        head: &str,
+        archive: Option<&Archive>,
+    ) -> Result<Result<(), Vec<Hold>>> {
+        let now = git::first_line(
+            &held
+                .rg
+                .cmd(&held.wt)
+                .args(["rev-parse", "--verify", "-q", "HEAD^{commit}"])
+                .output()?
+                .stdout,
+        );
+        if now != head {
+            return Ok(Err(vec![Hold::new(
+                HoldReason::Unprovable,
+                format!("HEAD moved from {head} to {now} while archiving"),
+            )]));
+        }
+        let content = self.probe_content(&held.rg, &held.wt, &held.admin)?;
+        if let Err(holds) = plan::gate_content(&content) {
+            return Ok(Err(holds));
+        }
+        if let Some(a) = archive {
+            let again = file_sha256(Path::new(&a.location)).ok();
+            if again.as_deref() != Some(a.sha256.as_str()) {
+                return Ok(Err(vec![Hold::new(
+                    HoldReason::ArchiveUnverified,
+                    format!("`{}` changed after verification", a.location),
+                )]));
+            }
+        }
+        if self.reg.get(&held.rec.id)? != held.rec {
+            return Ok(Err(vec![Hold::new(
+                HoldReason::RetireInProgress,
+                "the record changed during the retire",
+            )]));
+        }
+        Ok(Ok(()))
+    }
+
+    /// Gate 8: persist `retiring`, check identity once more, run a non-forced
+    /// `git worktree remove`, read back, tombstone, unlink the lease file.
+    fn remove(
+        &self,
+        held: &mut Held<'_>,
+        reach: &Reach,
+        report: &mut TargetReport,
+    ) -> Result<Result<(), Vec<Hold>>> {
+        let id = held.rec.id.clone();
+        let repo = PathBuf::from(&held.rec.repo);
+        let bytes = tree_bytes(&held.wt);
+        let free_before = free_bytes(&held.rec.root.path());
+        self.reg.update(&id, |r| r.set_state(State::Retiring))?;
+        crate::fault::point("retire-before-remove");
+        // Identity once more, right before git deletes by path.
+        let wt_id = held.rec.worktree.clone().expect("gate 2 saw a worktree");
+        let (ev, _) = self.probe_path(&held.rg, &repo, &held.wt)?;
+        if let Err(h) = self
+            .gate_root(&held.rec)
+            .and_then(|()| plan::gate_path(wt_id.id(), held.rec.uid, &ev))
+        {
+            self.reg.update(&id, |r| r.set_state(State::Terminal))?;
+            return Ok(Err(vec![h]));
+        }
+        let out = held
+            .rg
+            .cmd(&repo)
+            .args(["worktree", "remove", "--"])
+            .arg(&held.wt)
+            .output()?;
+        let gone =
+            fs::symlink_metadata(&held.wt).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound);
+        let list = held
+            .rg
+            .cmd(&repo)
+            .args(["worktree", "list", "--porcelain", "-z"])
+            .probe()?;
+        let listed = git::parse_worktrees(&list)
+            .iter()
+            .any(|e| e.path == held.wt.as_os_str().as_bytes());
+        if !out.ok || !gone || listed {
+            let detail = format!(
+                "git worktree remove: {}; directory {}, registration {}",
+                out.error(),
+                if gone { "gone" } else { "present" },
+                if listed { "present" } else { "gone" }
+            );
+            if !gone && listed {
+                // Refused and intact: back to terminal.
+                self.reg.update(&id, |r| r.set_state(State::Terminal))?;
+            }
+            return Ok(Err(vec![Hold::new(HoldReason::GitFailed, detail)]));
+        }
+        let tomb = Tombstone {
+            path: wt_id.path.clone(),
+            id: id.clone(),
+            removed_at: crate::registry::now(),
+            bytes_reclaimed: bytes,
+            free_before,
+            free_after: free_bytes(&held.rec.root.path()),
+            evidence: serde_json::json!({
+                "head": reach.head,
+                "durable": reach.durable.as_ref().map(|(r, o)| serde_json::json!({"ref": r, "oid": o})),
+                "unique_commits": reach.unique.len(),
+                "archive": held.rec.archive.as_ref().map(|a| a.location.clone()),
+                "git": {"path": self.git.path().to_string_lossy(), "version": self.git.version()},
+            }),
+        };
+        let t2 = tomb.clone();
+        self.reg.update(&id, |r| {
+            r.tombstone = Some(t2);
+            r.set_state(State::Removed)
+        })?;
+        if let Some(lease) = &held.rec.lease {
+            // Unlinked under the exclusive lock, which closes with `held.lock`.
+            let _ = fs::remove_file(lease.path());
+        }
+        drop(held.lock.take());
+        report.disposition = Disposition::Removed;
+        report.tombstone = Some(tomb);
+        Ok(Ok(()))
+    }
+
+    /// Finds the record of the worktree whose top directory is `path`.
+    ///
+    /// # Errors
+    /// [`Error::Usage`] if the path does not exist, or lies inside a recorded
+    /// worktree without being its top directory.
+    pub fn find_by_path(&self, path: &Path) -> Result<Option<String>> {
+        let canon = fs::canonicalize(path).at(path)?;
+        let mut inside = None;
+        for loaded in self.reg.scan()? {
+            let Loaded::Ok(r) = loaded else { continue };
+            if r.state == State::Removed {
+                continue;
+            }
+            if let Some(w) = &r.worktree {
+                let wp = w.path();
+                if wp == canon {
+                    return Ok(Some(r.id.clone()));
+                }
+                if canon.starts_with(&wp) {
+                    inside = Some(wp);
+                }
+            }
+        }
+        if let Some(top) = inside {
+            return Err(Error::Usage(format!(
+                "`{}` is inside worktree `{}`; name its top directory or its id",
+                path.display(),
+                top.display()
+            )));
+        }
+        Ok(None)
+    }
+}
+
+/// What gate 6 found.
+#[derive(Debug)]
+struct Reach {
+    head: String,
+    durable: Option<(String, String)>,
+    /// Bundle ref name and commit, one per non-durable tip.
+    tips: Vec<(String, String)>,
+    unique: Vec<String>,
+}
+
+/// A temporary bare repository under `<state root>/scratch` that borrows the
+/// source's objects through `objects/info/alternates`; removed on drop.
+struct Scratch {
+    path: PathBuf,
+}
+
+impl Scratch {
+    fn new(
+        root: &crate::paths::StateRoot,
+        id: &str,
+        what: &str,
+        fmt: &str,
+        repo: &Path,
+        rg: &RepoGit,
+    ) -> Result<Scratch> {
+        let path = root
+            .scratch()
+            .join(format!("{id}-{what}-{}", std::process::id()));
+        if path.exists() {
+            crate::paths::remove_scratch(root, &path)?;
+        }
+        crate::paths::make_private_dir(&path)?;
+        rg.cmd(&root.scratch())
+            .args(["init", "-q", "--bare", "--template="])
+            .arg(format!("--object-format={fmt}"))
+            .arg(&path)
+            .run()?;
+        let objects = repo.join("objects");
+        let mut line = objects.as_os_str().as_bytes().to_vec();
+        line.push(b'\n');
+        let alt = path.join("objects/info");
+        fs::create_dir_all(&alt).at_do("cannot create", &alt)?;
+        fs::write(alt.join("alternates"), line).at_do("cannot write", &alt)?;
+        Ok(Scratch { path })
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if let Some(root) = self.path.parent().and_then(Path::parent) {
+            let root = crate::paths::StateRoot::at(root.to_path_buf());
+            let _ = crate::paths::remove_scratch(&root, &self.path);
+        }
+    }
+}
+
+/// A bundle's header: prerequisites (`-<oid>`) and refs (`<oid> <ref>`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct BundleHeader {
+    prerequisites: Vec<String>,
+    /// (oid, ref name)
+    refs: Vec<(String, String)>,
+}
+
+/// Parses the text header of a v2 or v3 bundle (gitformat-bundle(5)).
+fn parse_bundle_header(bytes: &[u8]) -> Option<BundleHeader> {
+    let mut lines = bytes.split(|&b| b == b'\n');
+    let sig = lines.next()?;
+    if sig != b"# v2 git bundle" && sig != b"# v3 git bundle" {
+        return None;
+    }
+    let mut h = BundleHeader {
+        prerequisites: Vec::new(),
+        refs: Vec::new(),
+    };
+    for l in lines {
+        if l.is_empty() {
+            return Some(h);
+        }
+        let l = std::str::from_utf8(l).ok()?;
+        if l.starts_with('@') {
+            continue; // v3 capability
+        }
+        if let Some(p) = l.strip_prefix('-') {
+            h.prerequisites.push(p.split(' ').next()?.to_string());
+        } else {
+            let (oid, r) = l.split_once(' ')?;
+            h.refs.push((oid.to_string(), r.to_string()));
+        }
+    }
+    None
+}
+
+/// Returns the admin directory if `<wt>/.git` is a regular file naming
+/// `<repo>/worktrees/<name>` whose `gitdir` file names `<wt>/.git`.
+fn linked_admin(repo: &Path, wt: &Path) -> Option<PathBuf> {
+    let dotgit = wt.join(".git");
+    if !fs::symlink_metadata(&dotgit).ok()?.file_type().is_file() {
+        return None;
+    }
+    let text = read_small(&dotgit)?;
+    let admin = PathBuf::from(std::ffi::OsStr::from_bytes(text.strip_prefix(b"gitdir: ")?));
+    let admin = if admin.is_absolute() {
+        admin
+    } else {
+        wt.join(admin)
+    };
+    let admin = fs::canonicalize(&admin).ok()?;
+    if admin.parent()? != repo.join("worktrees") {
+        return None;
+    }
+    let back = read_small(&admin.join("gitdir"))?;
+    let back = PathBuf::from(std::ffi::OsStr::from_bytes(&back));
+    (back == dotgit).then_some(admin)
+}
+
+/// Reads a small text file without following a symlink, trimming the newline.
+fn read_small(path: &Path) -> Option<Vec<u8>> {
+    let mut f = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .ok()?;
+    let mut buf = Vec::new();
+    f.by_ref().take(8192).read_to_end(&mut buf).ok()?;
+    while buf.last() == Some(&b'\n') {
+        buf.pop();
+    }
+    Some(buf)
+}
+
+/// Sum of `st_size` over the tree, by an `lstat` walk that never follows a symlink.
+fn tree_bytes(dir: &Path) -> u64 {
+    let mut total = 0;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(rd) = fs::read_dir(&d) else { continue };
+        for e in rd.flatten() {
+            let Ok(m) = fs::symlink_metadata(e.path()) else {
+                continue;
+            };
+            if m.file_type().is_dir() {
+                stack.push(e.path());
+            } else {
+                total += m.len();
+            }
+        }
+    }
+    total
+}
+
+/// Free bytes for unprivileged users on the filesystem of `path` (statvfs(3)
+/// `f_bavail * f_frsize`), 0 if unknown.
+pub fn free_bytes(path: &Path) -> u64 {
+    rustix::fs::statvfs(path).map_or(0, |s| s.f_bavail.saturating_mul(s.f_frsize))
+}
+
+fn file_sha256(path: &Path) -> std::io::Result<String> {
+    use sha2::Digest;
+    let mut f = fs::File::open(path)?;
+    let mut h = sha2::Sha256::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        let n = f.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        h.update(&buf[..n]);
+    }
+    Ok(crate::audit::hex(&h.finalize()))
+}
+
+fn join(pids: &[u32]) -> String {
+    pids.iter()
+        .map(u32::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bundle_header() {
+        let b = b"# v2 git bundle\n-aaa msg\nbbb refs/lease/x/head\n\nPACK...";
+        let h = parse_bundle_header(b).unwrap();
+        assert_eq!(h.prerequisites, vec!["aaa"]);
+        assert_eq!(
+            h.refs,
+            vec![("bbb".to_string(), "refs/lease/x/head".to_string())]
+        );
+        assert!(
+            parse_bundle_header(b"# v2 git bundle\nbbb r").is_none(),
+            "truncated header"
+        );
+        assert!(parse_bundle_header(b"PACK").is_none());
+    }
+}

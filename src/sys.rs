@@ -1,0 +1,183 @@
+//! The only module that touches raw OS process APIs: signal dispositions,
+//! core limits, subreaper, pidfds, waiting, and process start times.
+#![allow(unsafe_code)]
+
+use std::io;
+use std::os::fd::{AsFd, OwnedFd};
+
+use rustix::process::{Pid, Signal};
+
+/// Signals the launcher forwards when they were sent to it with `kill`
+/// (SPEC/Commands, exec "Signals").
+pub const FORWARDED: [i32; 7] = [
+    libc::SIGINT,
+    libc::SIGTERM,
+    libc::SIGHUP,
+    libc::SIGQUIT,
+    libc::SIGUSR1,
+    libc::SIGUSR2,
+    libc::SIGWINCH,
+];
+
+/// Returns true if and only if `sig` is currently ignored (`SIG_IGN`) in this process.
+///
+/// signal-hook's handlers would un-ignore a signal the caller ignored (`nohup`,
+/// `cmd &`), and an exec'd child would then get the default action
+/// (research/crates.md §4), so ignored signals are never registered.
+pub fn is_ignored(sig: i32) -> bool {
+    let mut old = std::mem::MaybeUninit::<libc::sigaction>::zeroed();
+    // SAFETY: a null `act` only queries the disposition; `old` is a valid,
+    // zeroed out-pointer of the right type, and `sig` is a plain signal number.
+    let rc = unsafe { libc::sigaction(sig, std::ptr::null(), old.as_mut_ptr()) };
+    if rc != 0 {
+        return false;
+    }
+    // SAFETY: sigaction returned 0, so it filled `old`.
+    let old = unsafe { old.assume_init() };
+    old.sa_sigaction == libc::SIG_IGN
+}
+
+/// Makes this process a child subreaper (prctl(2) `PR_SET_CHILD_SUBREAPER`),
+/// so orphaned descendants are re-parented to it instead of to init.
+pub fn become_subreaper() -> io::Result<()> {
+    rustix::process::set_child_subreaper(Some(rustix::process::getpid())).map_err(Into::into)
+}
+
+/// Opens a pidfd for `pid` (Linux 5.3+), so signals cannot hit a reused pid.
+pub fn pidfd(pid: u32) -> io::Result<OwnedFd> {
+    let pid = pid_of(pid)?;
+    rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()).map_err(Into::into)
+}
+
+/// Sends signal `sig` to the process behind `pidfd`.
+pub fn pidfd_signal(pidfd: impl AsFd, sig: i32) -> io::Result<()> {
+    let sig =
+        Signal::from_named_raw(sig).ok_or_else(|| io::Error::from_raw_os_error(libc::EINVAL))?;
+    rustix::process::pidfd_send_signal(pidfd, sig).map_err(Into::into)
+}
+
+/// How a waited-for process ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ended {
+    /// It exited with this code.
+    Code(i32),
+    /// It died of this signal.
+    Signal(i32),
+}
+
+/// Waits for any child, retrying on `EINTR`; returns the pid and how it ended,
+/// or `None` when there is no child left (`ECHILD`).
+pub fn wait_any() -> io::Result<Option<(u32, Ended)>> {
+    loop {
+        match rustix::process::wait(rustix::process::WaitOptions::empty()) {
+            Ok(Some((pid, status))) => {
+                let ended = if let Some(sig) = status.terminating_signal() {
+                    Ended::Signal(sig)
+                } else {
+                    Ended::Code(status.exit_status().unwrap_or(0))
+                };
+                return Ok(Some((pid.as_raw_nonzero().get() as u32, ended)));
+            }
+            Ok(None) => continue,
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(rustix::io::Errno::CHILD) => return Ok(None),
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// Dies of signal `sig` the way the command did: core dumps off, the default
+/// disposition restored, the signal raised. Returns only if the signal did not
+/// kill this process (for example a signal whose default is to ignore).
+pub fn die_of(sig: i32) {
+    let _ = rustix::process::setrlimit(
+        rustix::process::Resource::Core,
+        rustix::process::Rlimit {
+            current: Some(0),
+            maximum: None,
+        },
+    );
+    let _ = signal_hook::low_level::emulate_default_handler(sig);
+}
+
+/// Kills this process with SIGKILL (fault injection's crash points).
+pub fn kill_self() -> ! {
+    let _ = rustix::process::kill_process(rustix::process::getpid(), Signal::KILL);
+    unreachable!("SIGKILL cannot be caught")
+}
+
+/// Returns the start time of process `pid` in clock ticks since boot
+/// (field 22 of `/proc/<pid>/stat`, proc(5)), or `None` if it does not exist.
+///
+/// A pid plus its start time names one process; a pid alone can be reused.
+pub fn start_time(pid: u32) -> Option<u64> {
+    let stat = std::fs::read(format!("/proc/{pid}/stat")).ok()?;
+    parse_start_time(&stat)
+}
+
+/// Parses field 22 out of a `/proc/<pid>/stat` line. The command name (field
+/// 2) may hold spaces and parentheses, so fields are counted after the last `)`.
+fn parse_start_time(stat: &[u8]) -> Option<u64> {
+    let close = stat.iter().rposition(|&b| b == b')')?;
+    let rest = std::str::from_utf8(&stat[close + 1..]).ok()?;
+    // After ")" come field 3 (state) onwards; field 22 is the 20th of those.
+    rest.split_ascii_whitespace().nth(19)?.parse().ok()
+}
+
+/// Returns true if and only if process `pid` exists and started at `start`.
+pub fn is_alive(pid: u32, start: u64) -> bool {
+    start_time(pid) == Some(start)
+}
+
+/// Returns this process's effective uid.
+pub fn euid() -> u32 {
+    rustix::process::geteuid().as_raw()
+}
+
+/// Returns the name of user `uid` from `/etc/passwd`, or the number as text.
+pub fn user_name(uid: u32) -> String {
+    if let Ok(name) = std::env::var("USER")
+        && !name.is_empty()
+    {
+        return name;
+    }
+    std::fs::read_to_string("/etc/passwd")
+        .ok()
+        .and_then(|s| {
+            s.lines().find_map(|l| {
+                let mut f = l.split(':');
+                let name = f.next()?;
+                let _pw = f.next()?;
+                (f.next()? == uid.to_string()).then(|| name.to_string())
+            })
+        })
+        .unwrap_or_else(|| uid.to_string())
+}
+
+fn pid_of(pid: u32) -> io::Result<Pid> {
+    i32::try_from(pid)
+        .ok()
+        .and_then(Pid::from_raw)
+        .ok_or_else(|| io::Error::from_raw_os_error(libc::ESRCH))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn start_time_skips_hostile_comm() {
+        let line =
+            b"42 (a) b) (c) S 1 42 42 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 987654 1000 10";
+        assert_eq!(parse_start_time(line), Some(987654));
+    }
+
+    #[test]
+    fn own_start_time_is_known_and_alive() {
+        let me = std::process::id();
+        let start = start_time(me).expect("own /proc entry");
+        assert!(is_alive(me, start));
+        assert!(!is_alive(me, start + 1));
+    }
+}
