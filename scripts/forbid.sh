@@ -26,4 +26,5 @@ check '\.unlock\(' 'never unlock a lease: close the descriptor (LOCK_UN frees ev
 check 'FlockOperation::Unlock|libc::LOCK_UN' 'never LOCK_UN' src
 check 'Command::new' 'run git only through git.rs (launcher.rs runs the user command)' \
   $(ls src/*.rs | grep -v -e 'src/git.rs' -e 'src/launcher.rs')
+check 'new\("kill"\)' 'signal processes with rustix, never kill(1): a negative pid argument was seen becoming kill(-1, SIGKILL)' src tests
 exit $status

@@ -51,7 +51,7 @@ enum Cmd {
         /// Repository (default: the one containing the current directory).
         #[arg(long, value_name = "R")]
         repo: Option<PathBuf>,
-        /// Branch to check out (created at the base if missing; default lease/<id prefix>).
+        /// Branch to check out (created at the base if missing; default lease/ID-PREFIX).
         #[arg(long, value_name = "B")]
         branch: Option<String>,
         /// Base commit for a new branch (default: the repository's HEAD).
@@ -63,7 +63,7 @@ enum Cmd {
         /// Keep the worktree after the command exits (record it `retained`).
         #[arg(long)]
         keep: bool,
-        /// Owner as KIND:NAME (default: $LEASE_OWNER, else manual:<user>).
+        /// Owner as KIND:NAME (default: $LEASE_OWNER, else manual:USER).
         #[arg(long, value_name = "KIND:NAME")]
         owner: Option<String>,
         /// Free-space watermark, bytes with a unit or a percentage (default 1G; $LEASE_MIN_FREE).

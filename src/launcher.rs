@@ -135,7 +135,8 @@ struct Prepared {
     child_fd: fs::File,
     /// The launcher's private open (locked shared, close-on-exec).
     own_fd: fs::File,
-    origin: Origin,
+    /// True if this run created the worktree (then it retires it after exit).
+    created_now: bool,
 }
 
 /// Runs `lease exec`. `Err` means lease failed before the command ran (exit 125).
@@ -374,7 +375,7 @@ fn create(reg: &Registry, git: &Git, req: &ExecRequest, session: Session) -> Res
         lease,
         child_fd,
         own_fd,
-        origin: Origin::Created,
+        created_now: true,
     })
 }
 
@@ -557,7 +558,7 @@ fn adopt(
         lease,
         child_fd,
         own_fd,
-        origin: Origin::Adopted,
+        created_now: false,
     })
 }
 
@@ -606,7 +607,7 @@ fn join_session(reg: &Registry, rec: Record, wt: PathBuf, session: Session) -> R
         lease,
         child_fd,
         own_fd,
-        origin: rec.origin,
+        created_now: false,
     })
 }
 
@@ -694,11 +695,7 @@ fn run(reg: &Registry, git: Git, p: Prepared, req: &ExecRequest) -> Result<ExecR
     // Close both of our descriptors: the locks end with them (never LOCK_UN).
     drop(p.child_fd);
     drop(p.own_fd);
-    let holders: Vec<u32> = crate::procs::holders((p.lease.dev, p.lease.ino))
-        .0
-        .into_iter()
-        .filter(|&pid| pid != std::process::id())
-        .collect();
+    let holders = crate::procs::holders((p.lease.dev, p.lease.ino)).0;
     if !holders.is_empty() {
         notes.push(format!(
             "lease: the command exited but {} process(es) still hold the lease of `{}`: pid {}",
@@ -751,7 +748,7 @@ fn run(reg: &Registry, git: Git, p: Prepared, req: &ExecRequest) -> Result<ExecR
         }
         Ok(r.state)
     })?;
-    let retire = if p.origin == Origin::Created && !req.keep && state == State::Terminal {
+    let retire = if p.created_now && !req.keep && state == State::Terminal {
         Some(Engine::new(reg.clone(), git, false).retire(&p.id))
     } else {
         None

@@ -10,9 +10,10 @@
 use std::fs;
 use std::os::unix::fs::MetadataExt;
 
-/// Returns the pids of processes with an open descriptor on the file whose
-/// identity is `(dev, ino)`, sorted, and how many processes could not be read
-/// (other users' `/proc` entries are unreadable unless we are root).
+/// Returns the pids of other processes (never this one, whose own probe
+/// opens do not count) with an open descriptor on the file whose identity is
+/// `(dev, ino)`, sorted, and how many processes could not be read (other
+/// users' `/proc` entries are unreadable unless we are root).
 pub fn holders(id: (u64, u64)) -> (Vec<u32>, usize) {
     let mut pids = Vec::new();
     let mut unreadable = 0;
@@ -27,6 +28,9 @@ pub fn holders(id: (u64, u64)) -> (Vec<u32>, usize) {
         else {
             continue;
         };
+        if pid == std::process::id() {
+            continue;
+        }
         let Ok(fds) = fs::read_dir(entry.path().join("fd")) else {
             unreadable += usize::from(entry.path().exists());
             continue;
@@ -49,13 +53,21 @@ mod tests {
     use super::*;
 
     #[test]
-    fn finds_this_process_as_holder() {
+    fn finds_a_child_holding_the_file_but_not_itself() {
         let t = tempfile::NamedTempFile::new().unwrap();
         let m = t.as_file().metadata().unwrap();
+        assert!(
+            holders((m.dev(), m.ino())).0.is_empty(),
+            "own opens do not count"
+        );
+        let mut child = std::process::Command::new("sleep") // forbid: allow (a test holder, not git)
+            .arg("600")
+            .stdin(t.reopen().unwrap())
+            .spawn()
+            .unwrap();
         let (pids, _) = holders((m.dev(), m.ino()));
-        assert!(pids.contains(&std::process::id()));
-        drop(t);
-        let (pids, _) = holders((m.dev(), m.ino()));
-        assert!(!pids.contains(&std::process::id()));
+        let _ = child.kill();
+        let _ = child.wait();
+        assert_eq!(pids, vec![child.id()]);
     }
 }

@@ -111,22 +111,31 @@ pub fn kill_self() -> ! {
 ///
 /// A pid plus its start time names one process; a pid alone can be reused.
 pub fn start_time(pid: u32) -> Option<u64> {
-    let stat = std::fs::read(format!("/proc/{pid}/stat")).ok()?;
-    parse_start_time(&stat)
+    stat(pid).map(|(_, start)| start)
 }
 
-/// Parses field 22 out of a `/proc/<pid>/stat` line. The command name (field
-/// 2) may hold spaces and parentheses, so fields are counted after the last `)`.
-fn parse_start_time(stat: &[u8]) -> Option<u64> {
+fn stat(pid: u32) -> Option<(char, u64)> {
+    let stat = std::fs::read(format!("/proc/{pid}/stat")).ok()?;
+    parse_stat(&stat)
+}
+
+/// Parses the state (field 3) and start time (field 22) out of a
+/// `/proc/<pid>/stat` line. The command name (field 2) may hold spaces and
+/// parentheses, so fields are counted after the last `)`.
+fn parse_stat(stat: &[u8]) -> Option<(char, u64)> {
     let close = stat.iter().rposition(|&b| b == b')')?;
     let rest = std::str::from_utf8(&stat[close + 1..]).ok()?;
-    // After ")" come field 3 (state) onwards; field 22 is the 20th of those.
-    rest.split_ascii_whitespace().nth(19)?.parse().ok()
+    let mut fields = rest.split_ascii_whitespace();
+    let state = fields.next()?.chars().next()?;
+    // Field 22 is the 19th after the state.
+    Some((state, fields.nth(18)?.parse().ok()?))
 }
 
-/// Returns true if and only if process `pid` exists and started at `start`.
+/// Returns true if and only if process `pid` runs and started at `start`.
+/// A zombie (`Z`) or dying (`X`) process has released every descriptor and
+/// lock, so it does not count as alive.
 pub fn is_alive(pid: u32, start: u64) -> bool {
-    start_time(pid) == Some(start)
+    stat(pid).is_some_and(|(state, st)| st == start && state != 'Z' && state != 'X')
 }
 
 /// Returns this process's effective uid.
@@ -167,10 +176,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn start_time_skips_hostile_comm() {
+    fn stat_skips_hostile_comm() {
         let line =
             b"42 (a) b) (c) S 1 42 42 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 987654 1000 10";
-        assert_eq!(parse_start_time(line), Some(987654));
+        assert_eq!(parse_stat(line), Some(('S', 987654)));
+        let zombie = b"42 (x) Z 1 42 42 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 5 0 0";
+        assert_eq!(parse_stat(zombie), Some(('Z', 5)));
     }
 
     #[test]

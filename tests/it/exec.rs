@@ -1,0 +1,442 @@
+//! `lease exec`: the inherited lease, the environment, exit status mirroring,
+//! signals, concurrency, adoption, and refusals before the command runs.
+
+use std::fs;
+use std::path::PathBuf;
+
+use assert_cmd::assert::OutputAssertExt;
+
+use crate::support::*;
+
+/// Descriptors of `pid` without close-on-exec, read from its fdinfo flags.
+fn inheritable_fds(pid: u32) -> Vec<String> {
+    let mut v: Vec<String> = fs::read_dir(format!("/proc/{pid}/fdinfo"))
+        .unwrap()
+        .flatten()
+        .filter_map(|e| {
+            let info = fs::read_to_string(e.path()).ok()?;
+            let flags = info
+                .lines()
+                .find_map(|l| l.strip_prefix("flags:"))?
+                .trim()
+                .to_string();
+            let flags = u32::from_str_radix(&flags, 8).ok()?;
+            (flags & 0o2000000 == 0).then(|| e.file_name().into_string().unwrap())
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn command_gets_one_locked_descriptor_and_the_environment() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let ready = env.file("ready");
+    // Inspected from outside once it has exec'd sleep, so no shell internals
+    // are in the way.
+    let script = format!("echo $$ > {}; exec sleep 600", ready.display());
+    let bg = env.spawn_lease(&[
+        "exec",
+        "--keep",
+        "--repo",
+        repo.to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]);
+    let child = read_pid(&ready);
+    let _guard = KillOnDrop(child);
+    wait_until("the command to exec sleep", || {
+        fs::read_to_string(format!("/proc/{child}/comm")).is_ok_and(|c| c.trim() == "sleep")
+    });
+    let mut fds: Vec<String> = fs::read_dir(format!("/proc/{child}/fd"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().into_string().unwrap())
+        .collect();
+    fds.sort();
+    // What the launcher inherited from its caller (descriptors without
+    // close-on-exec): these, and only these, pass through, plus LEASE_FD.
+    let caller = inheritable_fds(bg.pid());
+    let environ = fs::read(format!("/proc/{child}/environ")).unwrap();
+    let var = |k: &str| -> String {
+        environ
+            .split(|&b| b == 0)
+            .find_map(|kv| kv.strip_prefix(format!("{k}=").as_bytes()))
+            .map(|v| String::from_utf8(v.to_vec()).unwrap())
+            .unwrap_or_else(|| panic!("{k} not set"))
+    };
+    let lease_fd = var("LEASE_FD");
+    let added: Vec<&String> = fds.iter().filter(|f| !caller.contains(f)).collect();
+    assert_eq!(
+        added,
+        [&lease_fd],
+        "lease adds exactly LEASE_FD: {fds:?} over {caller:?}"
+    );
+    assert!(
+        caller.iter().all(|c| fds.contains(c)),
+        "the caller's descriptors pass through"
+    );
+    let info = fs::read_to_string(format!("/proc/{child}/fdinfo/{lease_fd}")).unwrap();
+    assert!(
+        info.contains("FLOCK") && info.contains("READ"),
+        "LEASE_FD holds a shared flock: {info}"
+    );
+    let rec = env.record();
+    let id = rec["id"].as_str().unwrap();
+    let lease = &rec["lease"];
+    assert_eq!(var("LEASE_ID"), id);
+    assert_eq!(var("LEASE_FILE"), lease["path"].as_str().unwrap());
+    assert_eq!(
+        var("LEASE_IDENTITY"),
+        format!("{}:{}", lease["dev"], lease["ino"])
+    );
+    let wt = rec["worktree"]["path"].as_str().unwrap();
+    assert_eq!(var("LEASE_WORKTREE"), wt);
+    assert_eq!(
+        fs::read_link(format!("/proc/{child}/cwd"))
+            .unwrap()
+            .to_str()
+            .unwrap(),
+        wt,
+        "the command runs in the worktree"
+    );
+    assert_eq!(rec["branch"], format!("lease/{}", &id[..8]));
+    use std::os::unix::fs::PermissionsExt;
+    let mode = fs::metadata(lease["path"].as_str().unwrap())
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o7777, 0o600);
+    signal(child, "TERM");
+    let o = bg.wait();
+    assert_eq!(o.status.code(), None, "lease dies of the command's signal");
+    let rec = env.record();
+    assert_eq!(rec["state"], "retained", "--keep records retained");
+    assert_eq!(rec["retention"]["reason"], "kept at exit");
+}
+
+#[test]
+fn exit_codes_are_the_commands() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let run = |args: &[&str]| env.lease().current_dir(&repo).args(args).output().unwrap();
+    assert_code(&run(&["exec", "--", "sh", "-c", "exit 7"]), 7);
+    assert_code(&run(&["exec", "--", "true"]), 0);
+    assert_code(&run(&["exec", "--", "no-such-command-lease-test"]), 127);
+    let not_exec = env.file("plain.txt");
+    fs::write(&not_exec, "x").unwrap();
+    assert_code(&run(&["exec", "--", not_exec.to_str().unwrap()]), 126);
+    // Usage errors of exec are 125, like env(1).
+    assert_code(&run(&["exec", "--no-such-flag", "--", "true"]), 125);
+    assert_code(&run(&["exec", "--min-free", "lots", "--", "true"]), 125);
+    // Every created worktree above was retired after exit.
+    for r in env.records() {
+        assert_eq!(r["state"], "removed", "{r}");
+    }
+}
+
+#[test]
+fn a_command_killed_by_term_shows_143_in_a_shell() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let lease = env!("CARGO_BIN_EXE_lease");
+    let o = env
+        .cmd("sh")
+        .current_dir(&repo)
+        .args([
+            "-c",
+            &format!("'{lease}' exec -- sh -c 'kill -TERM $$'; echo \"status=$?\""),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        stdout(&o).contains("status=143"),
+        "{}{}",
+        stdout(&o),
+        stderr(&o)
+    );
+    let rec = env.record();
+    assert_eq!(rec["outcome"]["signal"], 15);
+}
+
+#[test]
+fn term_sent_to_the_launcher_reaches_the_command_once() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let ready = env.file("ready");
+    let count = env.file("count");
+    // The child counts TERMs; on USR1 (sent by the test straight to it) it
+    // exits with the count.
+    let py = format!(
+        r#"
+import os, signal, sys
+n = 0
+def term(*_):
+    global n
+    n += 1
+    open({count:?}, "w").write(str(n))
+def usr1(*_):
+    sys.exit(n)
+signal.signal(signal.SIGTERM, term)
+signal.signal(signal.SIGUSR1, usr1)
+open({ready:?}, "w").write(str(os.getpid()))
+while True:
+    signal.pause()
+"#,
+        count = count.to_str().unwrap(),
+        ready = ready.to_str().unwrap()
+    );
+    let repo_s = repo.to_str().unwrap();
+    let bg = env.spawn_lease(&[
+        "exec", "--keep", "--repo", repo_s, "--", "python3", "-c", &py,
+    ]);
+    let child = read_pid(&ready);
+    signal(bg.pid(), "TERM");
+    wait_until("the TERM to reach the command", || count.exists());
+    signal(child, "USR1");
+    let o = bg.wait();
+    assert_code(&o, 1);
+    assert_eq!(fs::read_to_string(&count).unwrap(), "1");
+}
+
+#[test]
+fn ignored_signals_stay_ignored_in_the_command() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let lease = env!("CARGO_BIN_EXE_lease");
+    let out = env.file("sigign");
+    // `trap '' HUP` makes HUP ignored for lease and, through it, the command.
+    let o = env
+        .cmd("sh")
+        .current_dir(&repo)
+        .args([
+            "-c",
+            &format!(
+                "trap '' HUP; '{lease}' exec -- sh -c 'grep SigIgn /proc/$$/status > {}'",
+                out.display()
+            ),
+        ])
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+    let line = fs::read_to_string(&out).unwrap();
+    let mask = u64::from_str_radix(line.split_whitespace().nth(1).unwrap(), 16).unwrap();
+    assert_ne!(mask & 1, 0, "SIGHUP (bit 0) is still ignored: {line}");
+}
+
+#[test]
+fn eight_concurrent_execs_all_succeed_without_orphan_branches() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let repo_s = repo.to_str().unwrap();
+    let bgs: Vec<Bg> = (0..8)
+        .map(|_| env.spawn_lease(&["exec", "--keep", "--repo", repo_s, "--", "true"]))
+        .collect();
+    for bg in bgs {
+        assert_code(&bg.wait(), 0);
+    }
+    let recs = env.records();
+    assert_eq!(recs.len(), 8);
+    for r in &recs {
+        assert_eq!(r["state"], "retained");
+        assert!(PathBuf::from(r["worktree"]["path"].as_str().unwrap()).is_dir());
+    }
+    let list = env.git(&repo, &["worktree", "list", "--porcelain"]);
+    assert_eq!(list.matches("worktree ").count(), 9, "main plus eight");
+    let branches = env.git(&repo, &["branch", "--list", "lease/*"]);
+    assert_eq!(branches.lines().count(), 8, "no orphan branch: {branches}");
+}
+
+#[test]
+fn existing_branch_checked_out_elsewhere_is_refused_and_names_the_worktree() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let other = env.root.join("other");
+    env.git(
+        &repo,
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "-b",
+            "topic",
+            other.to_str().unwrap(),
+        ],
+    );
+    let o = env
+        .lease()
+        .current_dir(&repo)
+        .args(["exec", "--branch", "topic", "--", "true"])
+        .output()
+        .unwrap();
+    assert_code(&o, 125);
+    assert!(
+        stderr(&o).contains(other.to_str().unwrap()),
+        "{}",
+        stderr(&o)
+    );
+    assert!(stderr(&o).contains("lease repair"), "{}", stderr(&o));
+    // A free existing branch is checked out, not recreated.
+    env.git(&repo, &["branch", "free"]);
+    let o = env
+        .lease()
+        .current_dir(&repo)
+        .args(["exec", "--keep", "--branch", "free", "--", "true"])
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+}
+
+#[test]
+fn failed_worktree_add_deletes_only_the_branch_it_made() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    // A branch name git accepts for check-ref-format but that cannot be
+    // created next to an existing ref `x` (refs/heads/x/y conflicts).
+    env.git(&repo, &["branch", "x"]);
+    let o = env
+        .lease()
+        .current_dir(&repo)
+        .args(["exec", "--branch", "x/y", "--", "true"])
+        .output()
+        .unwrap();
+    assert_code(&o, 125);
+    assert_eq!(
+        env.git(&repo, &["branch", "--list", "x"]),
+        "x",
+        "the existing branch is kept"
+    );
+    let rec = env.record();
+    assert_eq!(rec["state"], "removed");
+    assert!(rec["tombstone"]["evidence"]["nothing_created"].is_string());
+    assert!(
+        !PathBuf::from(rec["lease"]["path"].as_str().unwrap()).exists(),
+        "lease file removed"
+    );
+}
+
+#[test]
+fn root_inside_a_worktree_is_refused() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let inside = repo.join("target/lease-state");
+    let o = env
+        .lease()
+        .current_dir(&repo)
+        .env("LEASE_HOME", &inside)
+        .args(["exec", "--", "true"])
+        .output()
+        .unwrap();
+    assert_code(&o, 125);
+    assert!(
+        stderr(&o).contains("root-inside-worktree"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(
+        !inside
+            .join("records")
+            .read_dir()
+            .is_ok_and(|mut d| d.next().is_some()),
+        "no record written"
+    );
+}
+
+#[test]
+fn admission_refuses_below_the_watermark() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let o = env
+        .lease()
+        .current_dir(&repo)
+        .args(["exec", "--min-free", "100%", "--", "true"])
+        .output()
+        .unwrap();
+    assert_code(&o, 125);
+    assert!(stderr(&o).contains("watermark"), "{}", stderr(&o));
+    assert!(env.records().is_empty());
+}
+
+#[test]
+fn adopt_leases_an_existing_worktree_and_never_retires_it() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let wt = env.root.join("handoff");
+    env.git(
+        &repo,
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "-b",
+            "handoff",
+            wt.to_str().unwrap(),
+        ],
+    );
+    let o = env
+        .lease()
+        .args(["exec", "--adopt", wt.to_str().unwrap(), "--", "true"])
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+    let rec = env.record();
+    assert_eq!(rec["origin"], "adopted");
+    assert_eq!(rec["state"], "terminal", "adopted worktrees end terminal");
+    assert!(wt.is_dir(), "never auto-retired");
+    // A second exec on the same worktree is a new session of the same record.
+    let o = env
+        .lease()
+        .args(["exec", "--adopt", wt.to_str().unwrap(), "--", "true"])
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+    let rec = env.record();
+    assert_eq!(rec["sessions"].as_array().unwrap().len(), 2);
+    // The main worktree is not adopted.
+    env.lease()
+        .args(["exec", "--adopt", repo.to_str().unwrap(), "--", "true"])
+        .assert()
+        .code(125);
+}
+
+#[test]
+fn unlock_by_a_descendant_does_not_free_the_lease_while_the_launcher_lives() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let ready = env.file("ready");
+    let script = format!(
+        "flock -u $LEASE_FD; echo $$ > {}; exec sleep 600",
+        ready.display()
+    );
+    let bg = env.spawn_lease(&[
+        "exec",
+        "--repo",
+        repo.to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]);
+    let child = read_pid(&ready);
+    let _guard = KillOnDrop(child);
+    let lease_file = env.record()["lease"]["path"].as_str().unwrap().to_string();
+    // The launcher's private open still holds LOCK_SH: an exclusive try fails.
+    let o = env
+        .cmd("flock")
+        .args(["--nonblock", "--exclusive", &lease_file, "true"])
+        .output()
+        .unwrap();
+    assert_code(&o, 1);
+    // Without the launcher, nothing holds it any more.
+    drop(bg);
+    wait_until("the launcher to die", || {
+        env.cmd("flock")
+            .args(["--nonblock", "--exclusive", &lease_file, "true"])
+            .status()
+            .unwrap()
+            .success()
+    });
+}

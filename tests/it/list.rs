@@ -1,0 +1,165 @@
+//! `lease list` and `lease show`: tables, JSON, holders, bad records.
+
+use std::fs;
+
+use crate::support::*;
+
+#[test]
+fn list_and_show_report_records_and_holders() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let o = env.lease().args(["list"]).output().unwrap();
+    assert_code(&o, 0);
+    assert!(stdout(&o).contains("no records"));
+    let ready = env.file("ready");
+    let script = format!("echo $$ > {}; exec sleep 600", ready.display());
+    let bg = env.spawn_lease(&[
+        "exec",
+        "--repo",
+        repo.to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]);
+    let child = read_pid(&ready);
+    let _guard = KillOnDrop(child);
+    let o = env.lease().args(["list", "--json"]).output().unwrap();
+    assert_code(&o, 0);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rec = &v[0];
+    assert_eq!(rec["state"], "active");
+    assert_eq!(rec["schema"], 1);
+    let holders: Vec<u64> = rec["holders"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p.as_u64().unwrap())
+        .collect();
+    assert!(
+        holders.contains(&u64::from(bg.pid())),
+        "launcher holds: {holders:?}"
+    );
+    assert!(
+        holders.contains(&u64::from(child)),
+        "command holds: {holders:?}"
+    );
+    for key in [
+        "id",
+        "state",
+        "repo",
+        "worktree",
+        "root",
+        "origin",
+        "branch",
+        "base",
+        "owner",
+        "uid",
+        "created_at",
+        "lease",
+        "sessions",
+        "outcome",
+        "retention",
+        "archive",
+        "attempts",
+        "tombstone",
+    ] {
+        assert!(rec.get(key).is_some(), "record key {key} missing");
+    }
+    let id = rec["id"].as_str().unwrap();
+    let o = env.lease().args(["list"]).output().unwrap();
+    assert!(
+        stdout(&o).contains(&id[..12]) && stdout(&o).contains("active"),
+        "{}",
+        stdout(&o)
+    );
+    let o = env
+        .lease()
+        .args(["show", &id[..8], "--json"])
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["id"], id);
+    let o = env.lease().args(["show", &id[..10]]).output().unwrap();
+    assert!(stdout(&o).contains("state:     active"), "{}", stdout(&o));
+    assert_code(&env.lease().args(["show", "nothex"]).output().unwrap(), 2);
+    // Read-only commands never take the lock: the lease is still shared-held.
+    let lease = rec["lease"]["path"].as_str().unwrap();
+    let o = env
+        .cmd("flock")
+        .args(["--nonblock", "--shared", lease, "true"])
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+}
+
+#[test]
+fn corrupt_and_newer_records_are_listed_not_changed() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    assert_code(
+        &env.lease()
+            .current_dir(&repo)
+            .args(["exec", "--keep", "--", "true"])
+            .output()
+            .unwrap(),
+        0,
+    );
+    let recs = env.state.join("records");
+    let corrupt = recs.join("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.json");
+    let newer = recs.join("bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb.json");
+    fs::write(&corrupt, "{\"schema\": 1, \"id\": ").unwrap();
+    fs::write(
+        &newer,
+        "{\"schema\": 99, \"id\": \"bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb\"}",
+    )
+    .unwrap();
+    let o = env.lease().args(["list", "--json"]).output().unwrap();
+    assert_code(&o, 0);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let states: Vec<&str> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["state"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        states.iter().filter(|s| **s == "unreadable").count(),
+        2,
+        "{states:?}"
+    );
+    assert!(states.contains(&"retained"));
+    let o = env.lease().args(["show", "bbbbbbbb"]).output().unwrap();
+    assert_code(&o, 3);
+    assert!(stderr(&o).contains("newer"), "{}", stderr(&o));
+    let o = env.lease().args(["retire", "aaaaaaaa"]).output().unwrap();
+    assert_code(&o, 3);
+    assert_eq!(
+        fs::read_to_string(&corrupt).unwrap(),
+        "{\"schema\": 1, \"id\": "
+    );
+}
+
+#[test]
+fn unsafe_state_root_is_refused() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    fs::create_dir(&env.state).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(&env.state, fs::Permissions::from_mode(0o755)).unwrap();
+    let o = env
+        .lease()
+        .current_dir(&repo)
+        .args(["exec", "--", "true"])
+        .output()
+        .unwrap();
+    assert_code(&o, 125);
+    assert!(stderr(&o).contains("lease-dir-unsafe"), "{}", stderr(&o));
+    let o = env.lease().args(["list"]).output().unwrap();
+    assert_code(&o, 3);
+    assert!(
+        !env.state.join("records").exists(),
+        "nothing created under an unsafe root"
+    );
+}

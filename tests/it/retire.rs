@@ -1,0 +1,695 @@
+//! `lease retire`: removal with archive, refusals that change nothing, and
+//! the consumer lifetime deciding.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use crate::support::*;
+
+/// Runs `lease exec` with a shell script in a new worktree (which exec then
+/// tries to retire) and returns the new record's id.
+fn exec_script(env: &TestEnv, repo: &Path, script: &str) -> String {
+    let ids = |env: &TestEnv| -> Vec<String> {
+        env.records()
+            .iter()
+            .map(|r| r["id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let before = ids(env);
+    let o = env
+        .lease()
+        .current_dir(repo)
+        .args(["exec", "--", "sh", "-c", script])
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+    let new: Vec<String> = ids(env)
+        .into_iter()
+        .filter(|i| !before.contains(i))
+        .collect();
+    assert_eq!(new.len(), 1, "one new record");
+    new.into_iter().next().unwrap()
+}
+
+fn worktree_of(env: &TestEnv, id: &str) -> PathBuf {
+    PathBuf::from(env.record_of(id)["worktree"]["path"].as_str().unwrap())
+}
+
+#[test]
+fn agent_commit_is_archived_restorable_and_the_worktree_removed() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let o = env
+        .lease()
+        .current_dir(&repo)
+        .args([
+            "exec",
+            "--",
+            "sh",
+            "-c",
+            "echo work > work.txt && git add work.txt && git commit -qm agent-work",
+        ])
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+    assert!(stderr(&o).contains("removed"), "{}", stderr(&o));
+    let rec = env.record();
+    let id = rec["id"].as_str().unwrap();
+    assert_eq!(rec["state"], "removed");
+    let wt = PathBuf::from(rec["worktree"]["path"].as_str().unwrap());
+    assert!(!wt.exists(), "worktree directory gone");
+    assert!(
+        !env.git(&repo, &["worktree", "list", "--porcelain"])
+            .contains(wt.to_str().unwrap())
+    );
+    // The branch is intact and still has the commit.
+    let branch = rec["branch"].as_str().unwrap();
+    let tip = env.git(&repo, &["rev-parse", branch]);
+    assert_eq!(
+        env.git(&repo, &["log", "-1", "--format=%s", &tip]),
+        "agent-work"
+    );
+    // Tombstone and audit.
+    assert_eq!(rec["tombstone"]["id"], id);
+    assert!(rec["tombstone"]["bytes_reclaimed"].as_u64().unwrap() > 0);
+    let audit = env.audit();
+    assert!(
+        audit
+            .iter()
+            .any(|l| l["event"] == "archived" && l["id"] == id)
+    );
+    assert!(
+        audit
+            .iter()
+            .any(|l| l["to"] == "removed" && l["from"] == "retiring" && l["id"] == id)
+    );
+    // The bundle restores the exact commit into a fresh clone of the remote.
+    let archive = &rec["archive"];
+    assert_eq!(archive["tip"], tip.as_str());
+    assert_eq!(archive["commits"], 1);
+    let clone = env.root.join("fresh");
+    env.git(
+        &env.root,
+        &[
+            "clone",
+            "-q",
+            env.root.join("remote.git").to_str().unwrap(),
+            clone.to_str().unwrap(),
+        ],
+    );
+    let bundle = archive["location"].as_str().unwrap();
+    env.git(
+        &clone,
+        &[
+            "fetch",
+            "-q",
+            bundle,
+            &format!("refs/lease/{id}/head:refs/heads/restored"),
+        ],
+    );
+    assert_eq!(env.git(&clone, &["rev-parse", "restored"]), tip);
+    // No lease file, no scratch repository left behind.
+    assert!(!Path::new(rec["lease"]["path"].as_str().unwrap()).exists());
+    assert_eq!(fs::read_dir(env.state.join("scratch")).unwrap().count(), 0);
+}
+
+#[test]
+fn clean_pushed_worktree_is_removed_without_an_archive() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let id = exec_script(&env, &repo, "true");
+    let rec = env.record_of(&id);
+    assert_eq!(rec["state"], "removed");
+    assert!(rec["archive"].is_null(), "nothing unique, nothing archived");
+}
+
+#[test]
+fn launcher_sigkilled_while_the_command_runs_holds_until_the_command_exits() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let ready = env.file("ready");
+    let script = format!("echo $$ > {}; exec sleep 600", ready.display());
+    let bg = env.spawn_lease(&[
+        "exec",
+        "--repo",
+        repo.to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]);
+    let child = read_pid(&ready);
+    let _guard = KillOnDrop(child);
+    let id = env.record()["id"].as_str().unwrap().to_string();
+    // SIGKILL the launcher only (not its group): the command keeps the lease.
+    signal(bg.pid(), "KILL");
+    wait_until("the launcher to die", || !alive(bg.pid()));
+    assert!(alive(child));
+    assert_eq!(env.record_of(&id)["state"], "active");
+    let snap = Snapshot::take(&env, &repo, &id);
+    let o = env
+        .lease()
+        .args(["retire", "--json", &id])
+        .output()
+        .unwrap();
+    assert_code(&o, 1);
+    assert_eq!(reasons(&o), ["consumer-alive"]);
+    snap.assert_held_unchanged(&env, &repo, "consumer-alive");
+    // The last holder exits: retire proceeds through `interrupted`.
+    signal(child, "KILL");
+    wait_until("the command to die", || !alive(child));
+    let o = env
+        .lease()
+        .args(["retire", "--json", &id])
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+    let rec = env.record_of(&id);
+    assert_eq!(rec["state"], "removed");
+    assert!(
+        env.audit()
+            .iter()
+            .any(|l| l["id"] == id.as_str() && l["to"] == "interrupted"),
+        "the record passes through interrupted"
+    );
+    drop(bg);
+}
+
+#[test]
+fn daemonized_grandchild_keeps_the_lease_after_the_command_exits() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let ready = env.file("ready");
+    let script = format!(
+        "setsid sh -c 'echo $$ > {}; exec sleep 600' </dev/null >/dev/null 2>&1 &",
+        ready.display()
+    );
+    let o = env
+        .lease()
+        .current_dir(&repo)
+        .args(["exec", "--", "sh", "-c", &script])
+        .output()
+        .unwrap();
+    let daemon = read_pid(&ready);
+    let _guard = KillOnDrop(daemon);
+    assert_code(&o, 0);
+    assert!(
+        stderr(&o).contains("still hold the lease"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(
+        stderr(&o).contains("consumer-alive"),
+        "the after-exit retire held: {}",
+        stderr(&o)
+    );
+    let rec = env.record();
+    let id = rec["id"].as_str().unwrap().to_string();
+    assert_eq!(rec["state"], "terminal");
+    let snap = Snapshot::take(&env, &repo, &id);
+    let o = env
+        .lease()
+        .args(["retire", "--json", &id])
+        .output()
+        .unwrap();
+    assert_code(&o, 1);
+    assert_eq!(reasons(&o), ["consumer-alive"]);
+    snap.assert_held_unchanged(&env, &repo, "consumer-alive");
+    signal(daemon, "KILL");
+    wait_until("the daemon to die", || !alive(daemon));
+    let o = env.lease().args(["retire", &id]).output().unwrap();
+    assert_code(&o, 0);
+    assert_eq!(env.record_of(&id)["state"], "removed");
+}
+
+/// Leaves something in the worktree, and checks that exec's own retire and
+/// an explicit retire both hold with `reason` and change nothing.
+fn assert_leftover_holds(setup: &str, reason: &str) {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let id = exec_script(&env, &repo, setup);
+    let rec = env.record_of(&id);
+    assert_eq!(rec["state"], "terminal", "exec's retire held");
+    assert_eq!(rec["attempts"][0]["reasons"][0], reason, "{rec:#}");
+    let snap = Snapshot::take(&env, &repo, &id);
+    let o = env
+        .lease()
+        .args(["retire", "--json", &id])
+        .output()
+        .unwrap();
+    assert_code(&o, 1);
+    assert!(reasons(&o).contains(&reason.to_string()), "{}", stdout(&o));
+    snap.assert_held_unchanged(&env, &repo, reason);
+    assert!(worktree_of(&env, &id).is_dir());
+}
+
+#[test]
+fn untracked_file_holds() {
+    assert_leftover_holds("echo notes > notes.md", "untracked");
+}
+
+#[test]
+fn untracked_file_hidden_by_repo_config_still_holds() {
+    assert_leftover_holds(
+        "git config status.showUntrackedFiles no && echo notes > notes.md",
+        "untracked",
+    );
+}
+
+#[test]
+fn ignored_env_file_holds() {
+    assert_leftover_holds("echo SECRET=1 > .env", "ignored");
+}
+
+#[test]
+fn modified_tracked_file_holds() {
+    assert_leftover_holds("echo changed >> README", "dirty");
+}
+
+#[test]
+fn skip_worktree_edit_holds() {
+    assert_leftover_holds(
+        "git update-index --skip-worktree README && echo hidden >> README",
+        "hidden-index",
+    );
+}
+
+#[test]
+fn assume_unchanged_edit_holds() {
+    assert_leftover_holds(
+        "git update-index --assume-unchanged README && echo hidden >> README",
+        "hidden-index",
+    );
+}
+
+#[test]
+fn skip_worktree_without_edit_does_not_hold() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let id = exec_script(&env, &repo, "git update-index --skip-worktree README");
+    assert_eq!(env.record_of(&id)["state"], "removed");
+}
+
+#[test]
+fn detached_head_with_an_unreferenced_commit_is_archived_then_removed() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let id = exec_script(
+        &env,
+        &repo,
+        "git checkout -q --detach && echo d > d.txt && git add d.txt && git commit -qm detached-work",
+    );
+    let rec = env.record_of(&id);
+    assert_eq!(rec["state"], "removed", "{rec:#}");
+    let tip = rec["archive"]["tip"].as_str().unwrap();
+    assert_eq!(
+        env.git(&repo, &["log", "-1", "--format=%s", tip]),
+        "detached-work"
+    );
+    let heads = env.git(
+        &repo,
+        &[
+            "bundle",
+            "list-heads",
+            rec["archive"]["location"].as_str().unwrap(),
+        ],
+    );
+    assert!(heads.contains(tip));
+}
+
+#[test]
+fn commit_only_in_the_head_reflog_is_archived() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    // Commit on a detached HEAD, then move HEAD away: only the reflog holds it.
+    let id = exec_script(
+        &env,
+        &repo,
+        "git checkout -q --detach && echo r > r.txt && git add r.txt && git commit -qm reflog-only && git checkout -q -",
+    );
+    let rec = env.record_of(&id);
+    assert_eq!(rec["state"], "removed", "{rec:#}");
+    let refs = rec["archive"]["refs"].as_object().unwrap();
+    let lost = refs
+        .values()
+        .map(|v| v.as_str().unwrap())
+        .find(|oid| env.git(&repo, &["log", "-1", "--format=%s", oid]) == "reflog-only");
+    assert!(
+        lost.is_some(),
+        "the reflog-only commit is in the bundle: {refs:?}"
+    );
+}
+
+#[test]
+fn squash_merged_branch_deleted_upstream_is_archived_not_stuck() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let remote = env.root.join("remote.git");
+    let o = env
+        .lease()
+        .current_dir(&repo)
+        .args([
+            "exec",
+            "--keep",
+            "--branch",
+            "feat",
+            "--",
+            "sh",
+            "-c",
+            "echo f > f.txt && git add f.txt && git commit -qm feat-work && git push -q origin feat",
+        ])
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+    let id = env.record()["id"].as_str().unwrap().to_string();
+    // Upstream: squash-merge feat into main, delete feat; the local repo fetches.
+    let up = env.root.join("upstream");
+    env.git(
+        &env.root,
+        &[
+            "clone",
+            "-q",
+            remote.to_str().unwrap(),
+            up.to_str().unwrap(),
+        ],
+    );
+    env.git(&up, &["merge", "-q", "--squash", "origin/feat"]);
+    env.git(&up, &["commit", "-qm", "squash feat"]);
+    env.git(&up, &["push", "-q", "origin", "main", ":feat"]);
+    env.git(&repo, &["fetch", "-q", "--prune", "origin"]);
+    // Release the --keep: adopt-run a no-op makes it terminal again.
+    let wt = worktree_of(&env, &id);
+    assert_code(
+        &env.lease()
+            .args(["exec", "--adopt", wt.to_str().unwrap(), "--", "true"])
+            .output()
+            .unwrap(),
+        0,
+    );
+    assert_eq!(env.record_of(&id)["state"], "terminal");
+    let o = env
+        .lease()
+        .args(["retire", "--json", &id])
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+    let rec = env.record_of(&id);
+    assert_eq!(rec["state"], "removed");
+    assert_eq!(
+        rec["archive"]["commits"], 1,
+        "the squashed original is archived"
+    );
+    assert_eq!(
+        env.git(&repo, &["log", "-1", "--format=%s", "feat"]),
+        "feat-work",
+        "branch kept"
+    );
+}
+
+#[test]
+fn retiring_one_worktree_never_unregisters_another_whose_directory_is_missing() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let other = env.root.join("other");
+    env.git(
+        &repo,
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "-b",
+            "other",
+            other.to_str().unwrap(),
+        ],
+    );
+    let admin = admin_dir(&repo, &other);
+    let moved = env.root.join("other-away");
+    fs::rename(&other, &moved).unwrap();
+    let id = exec_script(&env, &repo, "true");
+    assert_eq!(env.record_of(&id)["state"], "removed");
+    assert!(
+        admin.is_dir(),
+        "the other registration survives (no repo-wide prune)"
+    );
+    fs::rename(&moved, &other).unwrap();
+    let list = env.git(&repo, &["worktree", "list", "--porcelain"]);
+    assert!(list.contains(other.to_str().unwrap()), "{list}");
+}
+
+#[test]
+fn locked_worktree_holds() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let id = exec_script(
+        &env,
+        &repo,
+        "git worktree lock --reason 'in use by ci' \"$PWD\"",
+    );
+    let rec = env.record_of(&id);
+    assert_eq!(rec["state"], "terminal");
+    assert_eq!(rec["attempts"][0]["reasons"][0], "git-locked");
+}
+
+#[test]
+fn operation_in_progress_holds() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    // A merge stopped on a conflict leaves MERGE_HEAD (and a dirty tree).
+    let script = "git checkout -q -b side && echo a > README && git commit -qam side \
+        && git checkout -q - && echo b > README && git commit -qam main-side \
+        && (git merge -q side || true)";
+    let id = exec_script(&env, &repo, script);
+    let rec = env.record_of(&id);
+    let reasons: Vec<&str> = rec["attempts"][0]["reasons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r.as_str().unwrap())
+        .collect();
+    assert!(reasons.contains(&"op-in-progress"), "{reasons:?}");
+}
+
+#[test]
+fn dry_run_is_read_only_and_says_what_it_would_do() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let o = env
+        .lease()
+        .current_dir(&repo)
+        .args([
+            "exec",
+            "--keep",
+            "--",
+            "sh",
+            "-c",
+            "echo w > w && git add w && git commit -qm w",
+        ])
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+    let id = env.record()["id"].as_str().unwrap().to_string();
+    let wt = worktree_of(&env, &id);
+    assert_code(
+        &env.lease()
+            .args(["exec", "--adopt", wt.to_str().unwrap(), "--", "true"])
+            .output()
+            .unwrap(),
+        0,
+    );
+    let state_before = manifest(&env.state);
+    let tree_before = manifest(&wt);
+    let o = env
+        .lease()
+        .args(["retire", "--dry-run", "--json", &id])
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["dry_run"], true);
+    assert_eq!(v["targets"][0]["disposition"], "would-remove");
+    assert_eq!(v["targets"][0]["unique_commits"], 1);
+    assert_eq!(
+        manifest(&env.state),
+        state_before,
+        "the state root is untouched"
+    );
+    assert_eq!(manifest(&wt), tree_before);
+}
+
+#[test]
+fn dry_run_sees_holders_without_locking() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let ready = env.file("ready");
+    let script = format!(
+        "setsid sh -c 'echo $$ > {}; exec sleep 600' </dev/null >/dev/null 2>&1 &",
+        ready.display()
+    );
+    let o = env
+        .lease()
+        .current_dir(&repo)
+        .args(["exec", "--", "sh", "-c", &script])
+        .output()
+        .unwrap();
+    let daemon = read_pid(&ready);
+    let _guard = KillOnDrop(daemon);
+    assert_code(&o, 0);
+    let id = env.record()["id"].as_str().unwrap().to_string();
+    let o = env
+        .lease()
+        .args(["retire", "--dry-run", "--json", &id])
+        .output()
+        .unwrap();
+    assert_code(&o, 1);
+    assert_eq!(reasons(&o), ["consumer-alive"]);
+}
+
+#[test]
+fn replaced_lease_file_holds_lease_identity() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let id = exec_script(&env, &repo, "echo keep > keep.txt");
+    // Make it clean again but swap the lease file for a new inode.
+    let wt = worktree_of(&env, &id);
+    fs::remove_file(wt.join("keep.txt")).unwrap();
+    let lease = PathBuf::from(env.record_of(&id)["lease"]["path"].as_str().unwrap());
+    let keep_open = fs::File::open(&lease).unwrap();
+    fs::remove_file(&lease).unwrap();
+    fs::write(&lease, "").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(&lease, fs::Permissions::from_mode(0o600)).unwrap();
+    let snap = Snapshot::take(&env, &repo, &id);
+    let o = env
+        .lease()
+        .args(["retire", "--json", &id])
+        .output()
+        .unwrap();
+    assert_code(&o, 1);
+    assert_eq!(reasons(&o), ["lease-identity"]);
+    snap.assert_held_unchanged(&env, &repo, "lease-identity");
+    fs::remove_file(&lease).unwrap();
+    let o = env
+        .lease()
+        .args(["retire", "--json", &id])
+        .output()
+        .unwrap();
+    assert_eq!(reasons(&o), ["lease-missing"]);
+    drop(keep_open);
+}
+
+#[test]
+fn worktree_replaced_by_a_symlink_holds_and_deletes_nothing() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let id = exec_script(&env, &repo, "echo keep > keep.txt");
+    let wt = worktree_of(&env, &id);
+    fs::remove_file(wt.join("keep.txt")).unwrap();
+    let real = env.root.join("real");
+    fs::rename(&wt, &real).unwrap();
+    std::os::unix::fs::symlink(&real, &wt).unwrap();
+    let before = manifest(&real);
+    let o = env
+        .lease()
+        .args(["retire", "--json", &id])
+        .output()
+        .unwrap();
+    assert_code(&o, 1);
+    assert_eq!(reasons(&o), ["path-identity"]);
+    assert_eq!(manifest(&real), before);
+}
+
+#[test]
+fn retire_by_path_and_refusals_of_bad_targets() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let id = exec_script(&env, &repo, "mkdir sub && echo x > sub/x");
+    let wt = worktree_of(&env, &id);
+    // A subdirectory is a usage error.
+    let o = env
+        .lease()
+        .args(["retire", wt.join("sub").to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_code(&o, 2);
+    // An unrecorded worktree is held not-recorded.
+    let other = env.root.join("plain");
+    env.git(
+        &repo,
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "-b",
+            "plain",
+            other.to_str().unwrap(),
+        ],
+    );
+    let o = env
+        .lease()
+        .args(["retire", "--json", other.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_code(&o, 1);
+    assert_eq!(reasons(&o), ["not-recorded"]);
+    assert!(other.is_dir());
+    // Unknown ids and no targets are usage errors.
+    assert_code(
+        &env.lease()
+            .args(["retire", "deadbeefdeadbeef"])
+            .output()
+            .unwrap(),
+        2,
+    );
+    assert_code(&env.lease().args(["retire"]).output().unwrap(), 2);
+    // By path, after cleaning up: removed.
+    fs::remove_dir_all(wt.join("sub")).unwrap();
+    let o = env
+        .lease()
+        .args(["retire", wt.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+    assert!(!wt.exists());
+}
+
+#[test]
+fn retire_from_inside_the_worktree_holds() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let id = exec_script(&env, &repo, "echo keep > keep.txt");
+    let wt = worktree_of(&env, &id);
+    fs::remove_file(wt.join("keep.txt")).unwrap();
+    let o = env
+        .lease()
+        .current_dir(&wt)
+        .args(["retire", "--json", &id])
+        .output()
+        .unwrap();
+    assert_code(&o, 1);
+    assert_eq!(reasons(&o), ["cwd-inside-target"]);
+}
+
+#[test]
+fn several_targets_exit_with_the_worst_outcome() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let dirty = exec_script(&env, &repo, "echo x > x");
+    let clean = exec_script(&env, &repo, "echo y > y");
+    fs::remove_file(worktree_of(&env, &clean).join("y")).unwrap();
+    let o = env
+        .lease()
+        .args(["retire", "--all", "--json"])
+        .output()
+        .unwrap();
+    assert_code(&o, 1);
+    assert_eq!(env.record_of(&clean)["state"], "removed");
+    assert_eq!(env.record_of(&dirty)["state"], "terminal");
+    // A corrupt record makes it 3 and is never changed.
+    let bad = env
+        .state
+        .join("records/0123456789abcdef0123456789abcdef.json");
+    fs::write(&bad, "{ not json").unwrap();
+    let o = env.lease().args(["retire", "--all"]).output().unwrap();
+    assert_code(&o, 3);
+    assert_eq!(fs::read_to_string(&bad).unwrap(), "{ not json");
+}

@@ -1,0 +1,400 @@
+//! Test fixtures: a hermetic environment, real repositories with a bare
+//! remote, the `lease` command, readiness waits, and byte-level manifests.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use rustix::process::{Pid, Signal};
+use sha2::Digest;
+
+/// A private sandbox: HOME, state root and repositories under one temp dir,
+/// and an environment with nothing from the developer's machine but PATH.
+pub(crate) struct TestEnv {
+    _tmp: tempfile::TempDir,
+    pub(crate) root: PathBuf,
+    pub(crate) state: PathBuf,
+}
+
+impl TestEnv {
+    pub(crate) fn new() -> TestEnv {
+        // Orphans of a SIGKILLed launcher re-parent to the nearest subreaper:
+        // make that this test process, so they stay inside the test run.
+        rustix::process::set_child_subreaper(Some(rustix::process::getpid())).unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let root = fs::canonicalize(tmp.path()).unwrap();
+        fs::create_dir(root.join("home")).unwrap();
+        TestEnv {
+            state: root.join("state"),
+            root,
+            _tmp: tmp,
+        }
+    }
+
+    /// The hermetic environment every process of a test gets.
+    pub(crate) fn vars(&self) -> Vec<(String, String)> {
+        let mut v: Vec<(String, String)> = [
+            ("HOME", self.root.join("home").to_str().unwrap()),
+            ("LEASE_HOME", self.state.to_str().unwrap()),
+            ("LEASE_MIN_FREE", "1M"),
+            ("GIT_CONFIG_GLOBAL", "/dev/null"),
+            ("GIT_CONFIG_NOSYSTEM", "1"),
+            ("GIT_AUTHOR_NAME", "Test"),
+            ("GIT_AUTHOR_EMAIL", "test@example.com"),
+            ("GIT_AUTHOR_DATE", "2026-01-01T00:00:00Z"),
+            ("GIT_COMMITTER_NAME", "Test"),
+            ("GIT_COMMITTER_EMAIL", "test@example.com"),
+            ("GIT_COMMITTER_DATE", "2026-01-01T00:00:00Z"),
+            ("LC_ALL", "C"),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        v.push(("PATH".into(), std::env::var("PATH").unwrap()));
+        v
+    }
+
+    /// A `Command` with the hermetic environment.
+    pub(crate) fn cmd(&self, program: impl AsRef<std::ffi::OsStr>) -> Command {
+        let mut c = Command::new(program);
+        c.env_clear()
+            .envs(self.vars())
+            .current_dir(&self.root)
+            .stdin(Stdio::null());
+        c
+    }
+
+    /// The `lease` binary under test.
+    #[must_use]
+    pub(crate) fn lease(&self) -> Command {
+        self.cmd(env!("CARGO_BIN_EXE_lease"))
+    }
+
+    /// Runs git in `dir`, panicking with its output if it fails.
+    pub(crate) fn git(&self, dir: &Path, args: &[&str]) -> String {
+        let out = self
+            .cmd("git")
+            .current_dir(dir)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "git {args:?} in {}: {}",
+            dir.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap().trim().to_string()
+    }
+
+    /// A repository `repo` cloned from a bare `remote.git`, with one commit
+    /// pushed to `main` and `origin/HEAD` set: the durable ref exists.
+    pub(crate) fn repo(&self) -> PathBuf {
+        let remote = self.root.join("remote.git");
+        self.git(
+            &self.root,
+            &[
+                "init",
+                "-q",
+                "--bare",
+                "-b",
+                "main",
+                remote.to_str().unwrap(),
+            ],
+        );
+        let repo = self.root.join("repo");
+        self.git(
+            &self.root,
+            &["init", "-q", "-b", "main", repo.to_str().unwrap()],
+        );
+        fs::write(repo.join("README"), "hello\n").unwrap();
+        fs::write(repo.join(".gitignore"), ".env\ntarget/\n").unwrap();
+        self.git(&repo, &["add", "."]);
+        self.git(&repo, &["commit", "-qm", "initial"]);
+        self.git(
+            &repo,
+            &["remote", "add", "origin", remote.to_str().unwrap()],
+        );
+        self.git(&repo, &["push", "-q", "origin", "main"]);
+        self.git(&repo, &["fetch", "-q", "origin"]);
+        self.git(&repo, &["remote", "set-head", "origin", "main"]);
+        repo
+    }
+
+    /// All records, parsed.
+    pub(crate) fn records(&self) -> Vec<serde_json::Value> {
+        let dir = self.state.join("records");
+        let mut v: Vec<serde_json::Value> = fs::read_dir(&dir)
+            .map(|d| {
+                d.flatten()
+                    .filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
+                    .map(|e| serde_json::from_slice(&fs::read(e.path()).unwrap()).unwrap())
+                    .collect()
+            })
+            .unwrap_or_default();
+        v.sort_by_key(|r| r["created_at"].as_str().unwrap_or("").to_string());
+        v
+    }
+
+    /// The only record.
+    pub(crate) fn record(&self) -> serde_json::Value {
+        let r = self.records();
+        assert_eq!(r.len(), 1, "expected one record: {r:#?}");
+        r.into_iter().next().unwrap()
+    }
+
+    /// One record by id.
+    pub(crate) fn record_of(&self, id: &str) -> serde_json::Value {
+        serde_json::from_slice(
+            &fs::read(self.state.join("records").join(format!("{id}.json"))).unwrap(),
+        )
+        .unwrap()
+    }
+
+    /// The audit log's lines, parsed.
+    pub(crate) fn audit(&self) -> Vec<serde_json::Value> {
+        fs::read_to_string(self.state.join("audit.jsonl"))
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+
+    /// A readiness file path under the sandbox.
+    pub(crate) fn file(&self, name: &str) -> PathBuf {
+        self.root.join(name)
+    }
+
+    /// Starts `lease` in the background in its own process group (killed on drop).
+    pub(crate) fn spawn_lease(&self, args: &[&str]) -> Bg {
+        let mut c = self.lease();
+        c.args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0);
+        Bg(Some(c.spawn().unwrap()))
+    }
+}
+
+/// A background process whose whole group is SIGKILLed on drop.
+pub(crate) struct Bg(pub(crate) Option<Child>);
+
+impl Bg {
+    pub(crate) fn pid(&self) -> u32 {
+        self.0.as_ref().unwrap().id()
+    }
+    pub(crate) fn wait(mut self) -> Output {
+        self.0.take().unwrap().wait_with_output().unwrap()
+    }
+}
+
+impl Drop for Bg {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.0.take() {
+            if let Some(pgid) = pid_of(c.id()) {
+                let _ = rustix::process::kill_process_group(pgid, Signal::KILL);
+            }
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// Kills `pid` (and what a guard must clean up) on drop.
+pub(crate) struct KillOnDrop(pub(crate) u32);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        signal(self.0, "KILL");
+    }
+}
+
+/// Sends a signal by name to one process. Never shells out to kill(1):
+/// procps `kill -KILL -<pgid>` was seen sending `kill(-1, SIGKILL)`, which as
+/// root ends every process on the machine.
+pub(crate) fn signal(pid: u32, sig: &str) {
+    let sig = match sig {
+        "KILL" => Signal::KILL,
+        "TERM" => Signal::TERM,
+        "INT" => Signal::INT,
+        "HUP" => Signal::HUP,
+        "USR1" => Signal::USR1,
+        other => panic!("unknown signal {other}"),
+    };
+    if let Some(pid) = pid_of(pid) {
+        let _ = rustix::process::kill_process(pid, sig);
+    }
+}
+
+/// A pid fit to signal: never 0 (our group) or 1 (init), never negative.
+fn pid_of(pid: u32) -> Option<Pid> {
+    i32::try_from(pid)
+        .ok()
+        .filter(|&p| p > 1)
+        .and_then(Pid::from_raw)
+}
+
+/// Waits until `cond` holds, polling; panics with `what` after 20 s.
+pub(crate) fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Reads a pid a child wrote to a readiness file, once it is complete.
+pub(crate) fn read_pid(path: &Path) -> u32 {
+    let mut pid = 0;
+    wait_until(&format!("a pid in {}", path.display()), || {
+        pid = fs::read_to_string(path)
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(0);
+        pid != 0
+    });
+    pid
+}
+
+/// True while `pid` exists and is not a zombie (a zombie holds no descriptors).
+pub(crate) fn alive(pid: u32) -> bool {
+    fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            s.rsplit_once(')')
+                .and_then(|(_, r)| r.trim_start().chars().next())
+        })
+        .is_some_and(|state| state != 'Z' && state != 'X')
+}
+
+/// A manifest of a tree: path -> (type, mode, size, content sha256 or link text).
+pub(crate) type Manifest = BTreeMap<PathBuf, String>;
+
+/// Takes a manifest of `dir` without following symlinks.
+pub(crate) fn manifest(dir: &Path) -> Manifest {
+    let mut m = Manifest::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let meta = fs::symlink_metadata(&d).unwrap();
+        m.insert(
+            d.strip_prefix(dir).unwrap().to_path_buf(),
+            format!("dir {:o}", meta.mode()),
+        );
+        for e in fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            let meta = fs::symlink_metadata(&p).unwrap();
+            let rel = p.strip_prefix(dir).unwrap().to_path_buf();
+            let ft = meta.file_type();
+            if ft.is_dir() {
+                stack.push(p);
+            } else if ft.is_symlink() {
+                m.insert(
+                    rel,
+                    format!("link {}", fs::read_link(&p).unwrap().display()),
+                );
+            } else {
+                let hash = sha2::Sha256::digest(fs::read(&p).unwrap());
+                let h: String = hash.iter().map(|b| format!("{b:02x}")).collect();
+                m.insert(
+                    rel,
+                    format!("file {:o} {} {h}", meta.permissions().mode(), meta.len()),
+                );
+            }
+        }
+    }
+    m
+}
+
+/// The output's stderr as text.
+pub(crate) fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// The output's stdout as text.
+pub(crate) fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Asserts the exit code, printing both streams on mismatch.
+#[track_caller]
+pub(crate) fn assert_code(o: &Output, code: i32) {
+    assert_eq!(
+        o.status.code(),
+        Some(code),
+        "stdout:\n{}\nstderr:\n{}",
+        stdout(o),
+        stderr(o)
+    );
+}
+
+/// Everything a refusal must leave unchanged about one worktree: the tree,
+/// its admin directory in the common git dir, and the record except for
+/// one more `attempts` entry.
+pub(crate) struct Snapshot {
+    tree: Manifest,
+    admin: Manifest,
+    record: serde_json::Value,
+    audit_lines: usize,
+}
+
+impl Snapshot {
+    pub(crate) fn take(env: &TestEnv, repo: &Path, id: &str) -> Snapshot {
+        let rec = env.record_of(id);
+        let wt = PathBuf::from(rec["worktree"]["path"].as_str().unwrap());
+        Snapshot {
+            tree: manifest(&wt),
+            admin: manifest(&admin_dir(repo, &wt)),
+            record: rec,
+            audit_lines: env.audit().len(),
+        }
+    }
+
+    /// Asserts a held retire changed nothing but one attempt and one audit line.
+    #[track_caller]
+    pub(crate) fn assert_held_unchanged(&self, env: &TestEnv, repo: &Path, reason: &str) {
+        let after = Snapshot::take(env, repo, self.record["id"].as_str().unwrap());
+        assert_eq!(self.tree, after.tree, "the worktree changed");
+        assert_eq!(self.admin, after.admin, "the admin directory changed");
+        let mut before = self.record.clone();
+        let mut now = after.record.clone();
+        let attempts = now["attempts"].as_array_mut().unwrap();
+        let last = attempts.pop().expect("one more attempt");
+        assert!(
+            last["reasons"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|r| r == reason),
+            "attempt lacks {reason}: {last}"
+        );
+        before["attempts"] = serde_json::json!(before["attempts"].as_array().unwrap());
+        assert_eq!(before, now, "the record changed beyond one attempt");
+        assert_eq!(
+            after.audit_lines,
+            self.audit_lines + 1,
+            "one audit line per hold"
+        );
+    }
+}
+
+/// The admin directory `<common>/worktrees/<name>` of a linked worktree.
+pub(crate) fn admin_dir(_repo: &Path, wt: &Path) -> PathBuf {
+    let text = fs::read_to_string(wt.join(".git")).unwrap();
+    PathBuf::from(text.trim().strip_prefix("gitdir: ").unwrap())
+}
+
+/// The reason codes of the first target of a `retire --json` report.
+pub(crate) fn reasons(o: &Output) -> Vec<String> {
+    let v: serde_json::Value =
+        serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", stdout(o)));
+    v["targets"][0]["reasons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r.as_str().unwrap().to_string())
+        .collect()
+}
