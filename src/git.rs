@@ -177,6 +177,26 @@ impl Git {
         c
     }
 
+    /// Like [`Git::repo`], and also neutralizes filter drivers that only
+    /// `dir` sees (a worktree's `config.worktree` under
+    /// `extensions.worktreeConfig`).
+    pub fn repo_at(&self, common: &Path, dir: &Path) -> Result<RepoGit> {
+        let mut rg = self.repo(common)?;
+        let out = self
+            .sanitized(Some(dir), &[])
+            .args(["config", "-z", "--get-regexp", r"^filter\."])
+            .output()?;
+        if !out.ok && out.code != Some(1) {
+            return Err(out.error());
+        }
+        for d in parse_filter_drivers(&out.stdout) {
+            if !rg.filters.contains(&d) {
+                rg.filters.push(d);
+            }
+        }
+        Ok(rg)
+    }
+
     /// A sanitized git run in `dir`, before the repository is known (no
     /// filter-driver overrides; use it only for commands that run no filter,
     /// such as `rev-parse`).
@@ -522,6 +542,19 @@ pub fn parse_hidden(out: &[u8]) -> Vec<HiddenEntry> {
     v
 }
 
+/// Returns the paths of gitlink (submodule, mode 160000) entries in
+/// `git ls-files -v -s -z` output.
+pub fn parse_gitlinks(out: &[u8]) -> Vec<Vec<u8>> {
+    out.split(|&b| b == 0)
+        .filter(|r| r.get(2..9) == Some(b"160000 "))
+        .filter_map(|r| {
+            r.iter()
+                .position(|&b| b == b'\t')
+                .map(|t| r[t + 1..].to_vec())
+        })
+        .collect()
+}
+
 /// Parses lines of object ids (rev-list, reflog), dropping blanks and duplicates, keeping order.
 pub fn parse_oids(out: &[u8]) -> Vec<String> {
     let mut v: Vec<String> = Vec::new();
@@ -614,6 +647,12 @@ mod tests {
             names,
             vec![b"lfs".to_vec(), b"a=b".to_vec(), b"x.y".to_vec()]
         );
+    }
+
+    #[test]
+    fn gitlinks() {
+        let out = b"H 100644 aaa 0\ta\0H 160000 bbb 0\tsub/mod\0";
+        assert_eq!(parse_gitlinks(out), vec![b"sub/mod".to_vec()]);
     }
 
     #[test]

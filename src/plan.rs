@@ -407,6 +407,154 @@ pub fn gate_content(ev: &ContentEvidence) -> Result<(), Vec<Hold>> {
     if holds.is_empty() { Ok(()) } else { Err(holds) }
 }
 
+/// Paths a retire must never remove, whatever the record says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Protected {
+    /// The worktree root (for an adopted worktree, its recorded parent).
+    pub root: std::path::PathBuf,
+    /// The repository's common git dir.
+    pub common: std::path::PathBuf,
+    /// lease's state root.
+    pub state_root: std::path::PathBuf,
+    /// `$HOME`, if set.
+    pub home: Option<std::path::PathBuf>,
+}
+
+/// Gate 2, protected paths: the candidate is not `/`, `$HOME`, the root, the
+/// common git dir (or inside it), nor an ancestor of any of them or of the
+/// state root. Compared on canonical paths (gate 2 also requires the
+/// candidate to be canonical).
+pub fn gate_protected(wt: &std::path::Path, p: &Protected) -> Result<(), Hold> {
+    let hit = |what: &str| {
+        Err(Hold::new(
+            HoldReason::ProtectedPath,
+            format!("`{}` is {what}", wt.display()),
+        ))
+    };
+    if wt.parent().is_none() {
+        return hit("the filesystem root");
+    }
+    if p.home.as_deref() == Some(wt) {
+        return hit("the home directory");
+    }
+    if wt == p.root {
+        return hit("the worktree root itself");
+    }
+    if wt.starts_with(&p.common) {
+        return hit("inside the common git dir");
+    }
+    for (what, other) in [
+        ("an ancestor of the worktree root", &p.root),
+        ("an ancestor of the common git dir", &p.common),
+        ("an ancestor of the state root", &p.state_root),
+    ] {
+        if other.starts_with(wt) {
+            return hit(what);
+        }
+    }
+    if let Some(h) = &p.home
+        && h.starts_with(wt)
+    {
+        return hit("an ancestor of the home directory");
+    }
+    Ok(())
+}
+
+/// What lease's own `lstat` walk of a worktree found (gate 5). Paths are
+/// relative to the top, as raw bytes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Inventory {
+    /// Sum of `st_size` over every non-directory entry, in bytes.
+    pub bytes: u64,
+    /// Entries on another mount than the top (bind mounts included).
+    pub mounts: Vec<Vec<u8>>,
+    /// FIFOs, sockets, device nodes.
+    pub special: Vec<Vec<u8>>,
+    /// Directories or entries the walk could not read.
+    pub unreadable: Vec<Vec<u8>>,
+    /// Directories below the top that hold a `.git` (directory or gitlink file).
+    pub nested: Vec<Vec<u8>>,
+    /// Directories lease could not delete from (no write or search permission).
+    pub not_writable: Vec<Vec<u8>>,
+    /// `(dev, ino)` of every directory walked, the top included.
+    pub dirs: Vec<(u64, u64)>,
+}
+
+/// Gate 5, the walk: no mount, special file, unreadable directory, nested
+/// repository (an initialized submodule, when its path is a gitlink in the
+/// index), or directory lease could not delete from.
+pub fn gate_inventory(inv: &Inventory, gitlinks: &[Vec<u8>]) -> Result<(), Vec<Hold>> {
+    let show = |paths: &[Vec<u8>]| {
+        paths
+            .iter()
+            .map(|p| crate::report::lossless(p))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let (submodules, nested): (Vec<Vec<u8>>, Vec<Vec<u8>>) = inv
+        .nested
+        .iter()
+        .cloned()
+        .partition(|n| gitlinks.contains(n));
+    let mut holds = Vec::new();
+    for (reason, what, paths) in [
+        (HoldReason::MountInside, "mount points", &inv.mounts),
+        (HoldReason::SpecialFile, "special files", &inv.special),
+        (HoldReason::Uninventoriable, "unreadable", &inv.unreadable),
+        (HoldReason::Submodule, "initialized submodules", &submodules),
+        (HoldReason::NestedRepo, "nested repositories", &nested),
+        (
+            HoldReason::NotWritable,
+            "directories lease cannot delete from",
+            &inv.not_writable,
+        ),
+    ] {
+        if !paths.is_empty() {
+            holds.push(Hold::new(reason, format!("{what}: {}", show(paths))));
+        }
+    }
+    if holds.is_empty() { Ok(()) } else { Err(holds) }
+}
+
+/// What the process-reference audit of gate 4 found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProcEvidence {
+    /// Processes using the worktree or the lease inode: pid and how.
+    pub users: Vec<(u32, String)>,
+    /// Processes whose `/proc` entries could not be read.
+    pub unaudited: usize,
+    /// True if other users can traverse to the worktree (an adopted worktree
+    /// under a 0755 parent); then unaudited processes could be inside.
+    pub traversable: bool,
+    /// `process_audit = "strict"`: unaudited processes hold.
+    pub strict: bool,
+}
+
+/// Gate 4: no live process has its cwd, root, a descriptor or a mapping
+/// inside the worktree, or a descriptor on the lease inode. Defense in depth
+/// behind the lock: it catches descendants that closed or unlocked the
+/// inherited descriptor and processes started outside lease.
+pub fn gate_processes(ev: &ProcEvidence) -> Result<(), Hold> {
+    if !ev.users.is_empty() {
+        let who: Vec<String> = ev
+            .users
+            .iter()
+            .map(|(p, how)| format!("pid {p} ({how})"))
+            .collect();
+        return Err(Hold::new(HoldReason::InUse, who.join(", ")));
+    }
+    if ev.traversable && ev.unaudited > 0 && ev.strict {
+        return Err(Hold::new(
+            HoldReason::Unprovable,
+            format!(
+                "{} processes of other users could not be audited and the worktree is reachable by them",
+                ev.unaudited
+            ),
+        ));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -597,6 +745,100 @@ mod tests {
                 HoldReason::HiddenIndex,
                 HoldReason::OpInProgress
             ]
+        );
+    }
+
+    #[test]
+    fn protected_paths() {
+        use std::path::{Path, PathBuf};
+        let p = Protected {
+            root: PathBuf::from("/s/worktrees/r-1"),
+            common: PathBuf::from("/src/r/.git"),
+            state_root: PathBuf::from("/s"),
+            home: Some(PathBuf::from("/home/u")),
+        };
+        assert_eq!(
+            gate_protected(Path::new("/s/worktrees/r-1/abc"), &p),
+            Ok(())
+        );
+        for bad in [
+            "/",
+            "/home/u",
+            "/home",
+            "/s/worktrees/r-1",
+            "/s/worktrees",
+            "/s",
+            "/src/r/.git",
+            "/src/r/.git/worktrees/x",
+            "/src/r",
+        ] {
+            assert_eq!(
+                gate_protected(Path::new(bad), &p).unwrap_err().reason,
+                HoldReason::ProtectedPath,
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn inventory_gate() {
+        assert_eq!(gate_inventory(&Inventory::default(), &[]), Ok(()));
+        let inv = Inventory {
+            mounts: vec![b"build".to_vec()],
+            special: vec![b"fifo".to_vec()],
+            unreadable: vec![b"secret".to_vec()],
+            nested: vec![b"sub".to_vec(), b"vendor/x".to_vec()],
+            not_writable: vec![b"ro".to_vec()],
+            ..Inventory::default()
+        };
+        let reasons: Vec<_> = gate_inventory(&inv, &[b"sub".to_vec()])
+            .unwrap_err()
+            .into_iter()
+            .map(|h| h.reason)
+            .collect();
+        assert_eq!(
+            reasons,
+            [
+                HoldReason::MountInside,
+                HoldReason::SpecialFile,
+                HoldReason::Uninventoriable,
+                HoldReason::Submodule,
+                HoldReason::NestedRepo,
+                HoldReason::NotWritable
+            ]
+        );
+    }
+
+    #[test]
+    fn process_gate() {
+        assert_eq!(gate_processes(&ProcEvidence::default()), Ok(()));
+        let used = ProcEvidence {
+            users: vec![(42, "cwd".into())],
+            ..Default::default()
+        };
+        assert_eq!(gate_processes(&used).unwrap_err().reason, HoldReason::InUse);
+        let blind = ProcEvidence {
+            unaudited: 3,
+            traversable: true,
+            ..Default::default()
+        };
+        assert_eq!(gate_processes(&blind), Ok(()), "lenient by default");
+        let strict = ProcEvidence {
+            strict: true,
+            ..blind.clone()
+        };
+        assert_eq!(
+            gate_processes(&strict).unwrap_err().reason,
+            HoldReason::Unprovable
+        );
+        let private = ProcEvidence {
+            traversable: false,
+            ..strict
+        };
+        assert_eq!(
+            gate_processes(&private),
+            Ok(()),
+            "others cannot be inside a 0700 tree"
         );
     }
 }

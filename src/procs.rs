@@ -4,11 +4,18 @@
 //! concurrent `lease join` would then fail), so holders are found by looking
 //! for open descriptors on the lease inode in `/proc/<pid>/fd`. `/proc/locks`
 //! keeps naming the original locker's pid after it dies, so it is not used for
-//! pids (research/crates.md §1). The full process-reference audit of gate 4
-//! (cwd, root, mappings inside the worktree) extends this module.
+//! pids (research/crates.md §1).
+//!
+//! [`audit`] is gate 4's process-reference audit: cwd, root, descriptors and
+//! mappings inside the worktree, like tmpwatch's `--fuser`. "Unreadable" is an
+//! answer (counted), not a skip.
 
 use std::fs;
+use std::io::ErrorKind;
 use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+
+use crate::plan::ProcEvidence;
 
 /// Returns the pids of other processes (never this one, whose own probe
 /// opens do not count) with an open descriptor on the file whose identity is
@@ -47,6 +54,105 @@ pub fn holders(id: (u64, u64)) -> (Vec<u32>, usize) {
     (pids, unreadable)
 }
 
+/// Finds every live process (but this one) whose cwd or root is inside
+/// `wt`, or that has a descriptor or a mapping inside it, or a descriptor on
+/// the lease inode `lease`. Processes whose entries cannot be read (other
+/// users', unless we are root) are counted in `unaudited`.
+///
+/// `strict` is `process_audit = "strict"` (`LEASE_PROCESS_AUDIT=strict`).
+pub fn audit(wt: &Path, lease: Option<(u64, u64)>, strict: bool) -> ProcEvidence {
+    let mut ev = ProcEvidence {
+        traversable: crate::safety::traversable_by_others(wt),
+        strict,
+        ..ProcEvidence::default()
+    };
+    let Ok(dir) = fs::read_dir("/proc") else {
+        ev.unaudited = usize::MAX;
+        return ev;
+    };
+    let inside = |p: &Path| p.starts_with(wt);
+    for entry in dir.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid == std::process::id() {
+            continue;
+        }
+        let base = entry.path();
+        let mut how: Vec<String> = Vec::new();
+        let mut denied = false;
+        for link in ["cwd", "root"] {
+            match fs::read_link(base.join(link)) {
+                Ok(p) if inside(&p) => how.push(link.to_string()),
+                Ok(_) => {}
+                Err(e) if e.kind() == ErrorKind::PermissionDenied => denied = true,
+                Err(_) => {} // gone, or a zombie: it holds nothing
+            }
+        }
+        match fs::read_dir(base.join("fd")) {
+            Ok(fds) => {
+                for fd in fds.flatten() {
+                    let name = fd.file_name().to_string_lossy().into_owned();
+                    if fs::read_link(fd.path()).is_ok_and(|p| inside(&p)) {
+                        how.push(format!("fd {name}"));
+                    } else if let Some(l) = lease
+                        && fs::metadata(fd.path()).is_ok_and(|m| (m.dev(), m.ino()) == l)
+                    {
+                        how.push(format!("lease fd {name}"));
+                    }
+                }
+            }
+            Err(e) if e.kind() == ErrorKind::PermissionDenied => denied = true,
+            Err(_) => {}
+        }
+        match fs::read(base.join("maps")) {
+            Ok(maps) => {
+                if maps_inside(&maps, wt) {
+                    how.push("mapping".into());
+                }
+            }
+            Err(e) if e.kind() == ErrorKind::PermissionDenied => denied = true,
+            Err(_) => {}
+        }
+        if !how.is_empty() {
+            how.dedup();
+            ev.users.push((pid, how.join(", ")));
+        } else if denied {
+            ev.unaudited += 1;
+        }
+    }
+    ev.users.sort();
+    ev
+}
+
+/// Returns true if a line of `/proc/<pid>/maps` maps a file inside `wt`. The
+/// path is everything after the fifth field (it may hold spaces).
+fn maps_inside(maps: &[u8], wt: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    maps.split(|&b| b == b'\n').any(|line| {
+        let mut rest = line;
+        for _ in 0..5 {
+            let trimmed = rest
+                .iter()
+                .position(|&b| b != b' ')
+                .map_or(&rest[rest.len()..], |i| &rest[i..]);
+            rest = trimmed
+                .iter()
+                .position(|&b| b == b' ')
+                .map_or(&trimmed[trimmed.len()..], |i| &trimmed[i..]);
+        }
+        let path = rest
+            .iter()
+            .position(|&b| b != b' ')
+            .map_or(&rest[rest.len()..], |i| &rest[i..]);
+        path.first() == Some(&b'/') && Path::new(std::ffi::OsStr::from_bytes(path)).starts_with(wt)
+    })
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -69,5 +175,35 @@ mod tests {
         let _ = child.kill();
         let _ = child.wait();
         assert_eq!(pids, vec![child.id()]);
+    }
+
+    #[test]
+    fn maps_paths_with_spaces() {
+        let maps = b"7f00-7f01 r-xp 00000000 fd:01 123   /w/t/lib x.so\n7f02-7f03 rw-p 00000000 00:00 0 \n";
+        assert!(maps_inside(maps, Path::new("/w/t")));
+        assert!(!maps_inside(maps, Path::new("/w/tt")));
+        assert!(!maps_inside(
+            b"7f02-7f03 rw-p 00000000 00:00 0    [heap]\n",
+            Path::new("/")
+        ));
+    }
+
+    #[test]
+    fn audit_sees_a_child_with_its_cwd_inside() {
+        let t = tempfile::tempdir().unwrap();
+        let wt = fs::canonicalize(t.path()).unwrap();
+        assert!(
+            audit(&wt, None, false).users.is_empty(),
+            "own cwd/fds do not count"
+        );
+        let mut child = std::process::Command::new("sleep") // forbid: allow (a test process, not git)
+            .arg("600")
+            .current_dir(&wt)
+            .spawn()
+            .unwrap();
+        let ev = audit(&wt, None, false);
+        let _ = child.kill();
+        let _ = child.wait();
+        assert_eq!(ev.users, vec![(child.id(), "cwd".to_string())]);
     }
 }

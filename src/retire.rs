@@ -19,6 +19,7 @@
 
 use std::fs;
 use std::io::Read;
+use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
@@ -60,6 +61,12 @@ struct Held<'a> {
     admin: PathBuf,
     /// The exclusive lock, kept open until the end (closing releases it).
     lock: Option<fs::File>,
+    /// The worktree's top directory, opened beneath the root (gate 2).
+    top: OwnedFd,
+    /// The open bundle, re-hashed through this descriptor before removal.
+    bundle: Option<fs::File>,
+    /// What the walk found; its byte count goes into the tombstone.
+    inventory: plan::Inventory,
     _reg: &'a Registry,
 }
 
@@ -127,12 +134,15 @@ impl Engine {
             Ok(h) => h,
             Err(holds) => return Ok(Err(holds)),
         };
-        // Gate 4, the /proc process-reference audit, comes with the hardened
-        // gates (issue 3); the lease lock of gate 3 is the authority here.
+        // Gate 4: defense in depth behind the lock.
+        let lease_id = held.rec.lease.as_ref().map(crate::registry::FileId::id);
+        let procs = crate::procs::audit(&held.wt, lease_id, strict_audit());
+        if let Err(h) = plan::gate_processes(&procs) {
+            return Ok(Err(vec![h]));
+        }
 
-        // Gate 5: content.
-        let content = self.probe_content(&held.rg, &held.wt, &held.admin)?;
-        if let Err(holds) = plan::gate_content(&content) {
+        // Gate 5: lease's own walk, then git.
+        if let Err(holds) = self.probe_tree(&mut held)? {
             return Ok(Err(holds));
         }
 
@@ -154,8 +164,12 @@ impl Engine {
         let archive = if reach.unique.is_empty() {
             None
         } else {
+            if let Err(h) = archive_outside(self.reg.root(), &held.inventory) {
+                return Ok(Err(vec![h]));
+            }
             match self.archive(&held.rg, &held.rec, &reach) {
-                Ok(a) => {
+                Ok((a, file)) => {
+                    held.bundle = Some(file);
                     let id = held.rec.id.clone();
                     let a2 = a.clone();
                     self.reg.update(&id, |r| {
@@ -206,15 +220,13 @@ impl Engine {
                 "the record has no worktree",
             )]));
         };
-        let rg = self.git.repo(&repo)?;
         let wt = wt_id.path();
-        if let Err(h) = self.gate_root(&rec) {
-            return Ok(Err(vec![h]));
-        }
-        let (ev, admin) = self.probe_path(&rg, &repo, &wt)?;
-        if let Err(h) = plan::gate_path(wt_id.id(), rec.uid, &ev) {
-            return Ok(Err(vec![h]));
-        }
+        let rg = self.git.repo_at(&repo, &wt)?;
+        let top = match self.gate_identity(&rg, &rec) {
+            Ok(fd) => fd,
+            Err(h) => return Ok(Err(vec![h])),
+        };
+        let (_, admin) = self.probe_path(&rg, &repo, &wt)?;
         let Some(admin) = admin else {
             return Ok(Err(vec![Hold::new(
                 HoldReason::PathIdentity,
@@ -223,6 +235,13 @@ impl Engine {
         };
 
         // Gate 3.
+        let leases = self.reg.root().leases();
+        if let Err(e) = crate::paths::check_private_dir(&leases, true) {
+            return Ok(Err(vec![Hold::new(
+                HoldReason::LeaseDirUnsafe,
+                e.to_string(),
+            )]));
+        }
         let Some(lease) = rec.lease.clone() else {
             return Ok(Err(vec![Hold::new(
                 HoldReason::LeaseMissing,
@@ -278,27 +297,81 @@ impl Engine {
             wt,
             admin,
             lock,
+            top,
+            bundle: None,
+            inventory: plan::Inventory::default(),
             _reg: &self.reg,
         }))
     }
 
-    /// The worktree root must still be the recorded directory.
-    fn gate_root(&self, rec: &Record) -> Result<(), Hold> {
+    /// Gate 2: the worktree is its recorded, canonical directory directly
+    /// below the recorded root (opened without following symlinks or
+    /// crossing mounts), registered, unlocked, not protected, not our cwd.
+    /// Returns the worktree's directory descriptor.
+    fn gate_identity(&self, rg: &RepoGit, rec: &Record) -> Result<OwnedFd, Hold> {
+        let wt_id = rec
+            .worktree
+            .clone()
+            .ok_or_else(|| Hold::new(HoldReason::PathIdentity, "the record has no worktree"))?;
+        let wt = wt_id.path();
+        let repo = PathBuf::from(&rec.repo);
         let root = rec.root.path();
-        let seen = crate::safety::lstat(&root);
-        let ok = seen.is_some_and(|s| s.is_dir() && (s.dev, s.ino) == rec.root.id())
-            && crate::safety::is_canonical(&root);
-        if ok {
-            Ok(())
-        } else {
-            Err(Hold::new(
-                HoldReason::RootIdentity,
+        let protected = plan::Protected {
+            root: root.clone(),
+            common: repo.clone(),
+            state_root: self.reg.root().path().to_path_buf(),
+            home: std::env::var_os("HOME")
+                .map(PathBuf::from)
+                .and_then(|h| fs::canonicalize(h).ok()),
+        };
+        plan::gate_protected(&wt, &protected)?;
+        let (Some(parent), Some(name)) = (wt.parent(), wt.file_name()) else {
+            return Err(Hold::new(
+                HoldReason::PathEscape,
+                "the worktree path has no parent",
+            ));
+        };
+        if parent != root {
+            return Err(Hold::new(
+                HoldReason::PathEscape,
                 format!(
-                    "worktree root `{}` is not the recorded directory",
+                    "`{}` is not directly below its root `{}`",
+                    wt.display(),
                     root.display()
                 ),
-            ))
+            ));
         }
+        let top = crate::safety::open_beneath(&root, rec.root.id(), name)?;
+        let (ev, _) = self
+            .probe_path(rg, &repo, &wt)
+            .map_err(|e| Hold::new(e.reason().unwrap_or(HoldReason::GitFailed), e.to_string()))?;
+        plan::gate_path(wt_id.id(), rec.uid, &ev)?;
+        let through_fd = crate::safety::fstat_fd(&top);
+        if through_fd.map(|s| (s.dev, s.ino)) != Some(wt_id.id()) {
+            return Err(Hold::new(
+                HoldReason::PathIdentity,
+                "the opened directory is not the recorded one",
+            ));
+        }
+        Ok(top)
+    }
+
+    /// Gate 5, lease's own walk (mounts, special files, unreadable or
+    /// undeletable directories, nested repositories and submodules), then
+    /// git's view (changes, untracked, ignored, hidden index edits,
+    /// operations in progress). Keeps the walk in `held` for later gates.
+    fn probe_tree(&self, held: &mut Held<'_>) -> Result<Result<(), Vec<Hold>>> {
+        held.inventory = crate::safety::inventory(&held.top);
+        let listed = held
+            .rg
+            .cmd(&held.wt)
+            .args(["ls-files", "-v", "-s", "-z"])
+            .probe()?;
+        if let Err(holds) = plan::gate_inventory(&held.inventory, &git::parse_gitlinks(&listed)) {
+            return Ok(Err(holds));
+        }
+        let content = self.probe_content(&held.rg, &held.wt, &held.admin)?;
+        Ok(plan::gate_content(&content))
     }
 
     /// Gathers gate 2's evidence; also returns the admin directory when the
@@ -517,7 +590,12 @@ impl Engine {
 
     /// Builds the bundle in a scratch bare repository that borrows the
     /// source's objects, then verifies it in a second one (SPEC gate 6).
-    fn archive(&self, rg: &RepoGit, rec: &Record, reach: &Reach) -> Result<Archive, Hold> {
+    fn archive(
+        &self,
+        rg: &RepoGit,
+        rec: &Record,
+        reach: &Reach,
+    ) -> Result<(Archive, fs::File), Hold> {
         let unarchived = |what: &str, e: &dyn std::fmt::Display| {
             Hold::new(HoldReason::UniqueCommitsUnarchived, format!("{what}: {e}"))
         };
@@ -562,7 +640,9 @@ impl Engine {
             return Err(unarchived("cannot create the bundle", &e));
         }
         crate::fault::point("archive-written");
-        let sha256 = file_sha256(&bundle).map_err(|e| unarchived("cannot hash the bundle", &e))?;
+        let mut file =
+            fs::File::open(&bundle).map_err(|e| unarchived("cannot reopen the bundle", &e))?;
+        let sha256 = fd_sha256(&mut file).map_err(|e| unarchived("cannot hash the bundle", &e))?;
         let header = fs::read(&bundle)
             .ok()
             .and_then(|b| parse_bundle_header(&b))
@@ -576,7 +656,7 @@ impl Engine {
             let _ = fs::remove_file(&bundle);
             return Err(h);
         }
-        Ok(Archive {
+        let archive = Archive {
             kind: "bundle".into(),
             location: crate::paths::utf8(&bundle).map_err(|e| unarchived("bad path", &e))?,
             sha256,
@@ -586,7 +666,8 @@ impl Engine {
             prerequisites: header.prerequisites,
             verified_at: crate::registry::now(),
             receipts: Vec::new(),
-        })
+        };
+        Ok((archive, file))
     }
 
     /// Verifies a bundle for real: its header names exactly the expected
@@ -695,14 +776,12 @@ impl Engine {
         if let Err(holds) = plan::gate_content(&content) {
             return Ok(Err(holds));
         }
-        if let Some(a) = archive {
-            let again = file_sha256(Path::new(&a.location)).ok();
-            if again.as_deref() != Some(a.sha256.as_str()) {
-                return Ok(Err(vec![Hold::new(
-                    HoldReason::ArchiveUnverified,
-                    format!("`{}` changed after verification", a.location),
-                )]));
-            }
+        let walk = crate::safety::inventory(&held.top);
+        if let Err(holds) = plan::gate_inventory(&walk, &[]) {
+            return Ok(Err(holds));
+        }
+        if let Some(h) = archive.and_then(|a| bundle_changed(a, held.bundle.as_ref())) {
+            return Ok(Err(vec![h]));
         }
         if self.reg.get(&held.rec.id)? != held.rec {
             return Ok(Err(vec![Hold::new(
@@ -723,17 +802,20 @@ impl Engine {
     ) -> Result<Result<(), Vec<Hold>>> {
         let id = held.rec.id.clone();
         let repo = PathBuf::from(&held.rec.repo);
-        let bytes = tree_bytes(&held.wt);
+        let bytes = held.inventory.bytes;
         let free_before = free_bytes(&held.rec.root.path());
         self.reg.update(&id, |r| r.set_state(State::Retiring))?;
         crate::fault::point("retire-before-remove");
         // Identity once more, right before git deletes by path.
         let wt_id = held.rec.worktree.clone().expect("gate 2 saw a worktree");
-        let (ev, _) = self.probe_path(&held.rg, &repo, &held.wt)?;
-        if let Err(h) = self
-            .gate_root(&held.rec)
-            .and_then(|()| plan::gate_path(wt_id.id(), held.rec.uid, &ev))
-        {
+        let again = self.gate_identity(&held.rg, &held.rec).and_then(|_| {
+            let archive = held.rec.archive.as_ref();
+            match archive.and_then(|a| bundle_changed(a, held.bundle.as_ref())) {
+                Some(h) => Err(h),
+                None => Ok(()),
+            }
+        });
+        if let Err(h) = again {
             self.reg.update(&id, |r| r.set_state(State::Terminal))?;
             return Ok(Err(vec![h]));
         }
@@ -961,35 +1043,17 @@ fn read_small(path: &Path) -> Option<Vec<u8>> {
     Some(buf)
 }
 
-/// Sum of `st_size` over the tree, by an `lstat` walk that never follows a symlink.
-fn tree_bytes(dir: &Path) -> u64 {
-    let mut total = 0;
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let Ok(rd) = fs::read_dir(&d) else { continue };
-        for e in rd.flatten() {
-            let Ok(m) = fs::symlink_metadata(e.path()) else {
-                continue;
-            };
-            if m.file_type().is_dir() {
-                stack.push(e.path());
-            } else {
-                total += m.len();
-            }
-        }
-    }
-    total
-}
-
 /// Free bytes for unprivileged users on the filesystem of `path` (statvfs(3)
 /// `f_bavail * f_frsize`), 0 if unknown.
 pub fn free_bytes(path: &Path) -> u64 {
     rustix::fs::statvfs(path).map_or(0, |s| s.f_bavail.saturating_mul(s.f_frsize))
 }
 
-fn file_sha256(path: &Path) -> std::io::Result<String> {
+/// Hashes a file from the start through an open descriptor (sha256, hex).
+fn fd_sha256(f: &mut fs::File) -> std::io::Result<String> {
     use sha2::Digest;
-    let mut f = fs::File::open(path)?;
+    use std::io::{Seek, SeekFrom};
+    f.seek(SeekFrom::Start(0))?;
     let mut h = sha2::Sha256::new();
     let mut buf = vec![0u8; 64 * 1024];
     loop {
@@ -1000,6 +1064,60 @@ fn file_sha256(path: &Path) -> std::io::Result<String> {
         h.update(&buf[..n]);
     }
     Ok(crate::audit::hex(&h.finalize()))
+}
+
+/// Returns a hold if the bundle changed since it was verified: its bytes,
+/// re-read through the descriptor kept open since verification, must hash to
+/// the recorded sha256, and its name must still be that file (same inode).
+fn bundle_changed(a: &Archive, file: Option<&fs::File>) -> Option<Hold> {
+    let changed = |what: &str| {
+        Some(Hold::new(
+            HoldReason::ArchiveUnverified,
+            format!("`{}` {what} after verification", a.location),
+        ))
+    };
+    let Some(file) = file else {
+        return changed("is not open");
+    };
+    let Ok(mut f) = file.try_clone() else {
+        return changed("cannot be re-read");
+    };
+    if fd_sha256(&mut f).ok().as_deref() != Some(a.sha256.as_str()) {
+        return changed("changed");
+    }
+    let by_fd = crate::safety::fstat(file).map(|s| (s.dev, s.ino));
+    let by_name = crate::safety::lstat(Path::new(&a.location)).map(|s| (s.dev, s.ino));
+    if by_fd.is_none() || by_fd != by_name {
+        return changed("was replaced");
+    }
+    None
+}
+
+/// Returns a hold if the archive directory lies inside the worktree, compared
+/// by `(dev, ino)` ancestry against every directory the walk saw (a string
+/// prefix would miss a bind mount or a symlinked ancestor).
+fn archive_outside(root: &crate::paths::StateRoot, inv: &plan::Inventory) -> Result<(), Hold> {
+    let dir = root.archives();
+    for a in dir.ancestors() {
+        if let Some(s) = crate::safety::stat(a)
+            && inv.dirs.contains(&(s.dev, s.ino))
+        {
+            return Err(Hold::new(
+                HoldReason::ArchiveInsideTree,
+                format!(
+                    "archive directory `{}` lies inside the worktree",
+                    dir.display()
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Whether `LEASE_PROCESS_AUDIT=strict` asks gate 4 to hold when processes of
+/// other users could not be audited (config `process_audit = "strict"`).
+fn strict_audit() -> bool {
+    std::env::var("LEASE_PROCESS_AUDIT").is_ok_and(|v| v == "strict")
 }
 
 fn join(pids: &[u32]) -> String {

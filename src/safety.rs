@@ -1,11 +1,16 @@
 //! Identity observations without following symlinks: what `lstat` and `fstat`
 //! see of a path or descriptor, as [`Seen`] values the gates compare.
 
+use std::ffi::OsStr;
 use std::fs;
+use std::os::fd::OwnedFd;
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
-use crate::plan::Seen;
+use rustix::fs::{AtFlags, Mode, OFlags, ResolveFlags, StatxFlags};
+
+use crate::plan::{Hold, HoldReason, Inventory, Seen};
 
 fn seen(m: &fs::Metadata) -> Seen {
     Seen {
@@ -27,6 +32,25 @@ pub fn fstat(file: &fs::File) -> Option<Seen> {
     file.metadata().ok().map(|m| seen(&m))
 }
 
+/// Returns what `fstat` sees through a raw directory descriptor.
+pub fn fstat_fd(fd: &OwnedFd) -> Option<Seen> {
+    rustix::fs::fstat(fd).ok().map(|st| {
+        #[allow(clippy::unnecessary_cast)]
+        Seen {
+            dev: st.st_dev as u64,
+            ino: st.st_ino as u64,
+            uid: st.st_uid,
+            mode: st.st_mode as u32,
+            nlink: st.st_nlink as u64,
+        }
+    })
+}
+
+/// Returns what `stat` (following symlinks) sees of `path`.
+pub fn stat(path: &Path) -> Option<Seen> {
+    fs::metadata(path).ok().map(|m| seen(&m))
+}
+
 /// Returns true if and only if `path` is absolute and equals its canonical,
 /// physical form: no symlinked component, no `.` or `..`, no doubled slash.
 pub fn is_canonical(path: &Path) -> bool {
@@ -39,6 +63,198 @@ pub fn cwd_inside(dir: &Path) -> bool {
         .ok()
         .and_then(|c| fs::canonicalize(c).ok())
         .is_some_and(|c| c.starts_with(dir))
+}
+
+/// Opens the worktree `name` directly below `root` as a directory
+/// descriptor, resolving without following any symlink and without crossing
+/// a mount: the root must be a canonical directory with the recorded
+/// `(dev, ino)`, and the worktree is resolved relative to the root's
+/// descriptor with `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+/// RESOLVE_NO_XDEV)` (Linux 5.6; an `O_NOFOLLOW` open plus a device check
+/// where the kernel lacks it). Everything later walks from this descriptor.
+pub fn open_beneath(root: &Path, root_id: (u64, u64), name: &OsStr) -> Result<OwnedFd, Hold> {
+    let root_hold = |what: String| {
+        Hold::new(
+            HoldReason::RootIdentity,
+            format!("worktree root `{}`: {what}", root.display()),
+        )
+    };
+    if !is_canonical(root) {
+        return Err(root_hold(
+            "not a canonical path (a symlink or `..` on the way)".into(),
+        ));
+    }
+    let dir_flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let rootfd =
+        rustix::fs::open(root, dir_flags, Mode::empty()).map_err(|e| root_hold(e.to_string()))?;
+    let st = rustix::fs::fstat(&rootfd).map_err(|e| root_hold(e.to_string()))?;
+    #[allow(clippy::unnecessary_cast)]
+    if (st.st_dev as u64, st.st_ino as u64) != root_id {
+        return Err(root_hold("device/inode differ from the record".into()));
+    }
+    let path_hold = |reason, what: String| {
+        Hold::new(
+            reason,
+            format!("worktree `{}`: {what}", root.join(name).display()),
+        )
+    };
+    let how = ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_XDEV;
+    match rustix::fs::openat2(&rootfd, name, dir_flags, Mode::empty(), how) {
+        Ok(fd) => Ok(fd),
+        Err(rustix::io::Errno::XDEV) => {
+            Err(path_hold(HoldReason::MountInside, "a mount point".into()))
+        }
+        Err(rustix::io::Errno::LOOP | rustix::io::Errno::NOTDIR) => Err(path_hold(
+            HoldReason::PathIdentity,
+            "a symlink or not a directory".into(),
+        )),
+        Err(rustix::io::Errno::NOSYS) => {
+            let fd = rustix::fs::openat(&rootfd, name, dir_flags, Mode::empty())
+                .map_err(|e| path_hold(HoldReason::PathIdentity, e.to_string()))?;
+            let sub = rustix::fs::fstat(&fd)
+                .map_err(|e| path_hold(HoldReason::PathIdentity, e.to_string()))?;
+            if sub.st_dev != st.st_dev {
+                return Err(path_hold(
+                    HoldReason::MountInside,
+                    "on another device".into(),
+                ));
+            }
+            Ok(fd)
+        }
+        Err(e) => Err(path_hold(HoldReason::PathIdentity, e.to_string())),
+    }
+}
+
+/// Walks the tree below `top` with lease's own descriptor-relative `lstat`
+/// walk (never following a symlink, never crossing a mount), and returns what
+/// it found. A mount is detected by mount id (`statx` `STATX_MNT_ID`,
+/// Linux 5.8), because a bind mount from the same filesystem keeps the same
+/// `st_dev`; without mount ids it falls back to `st_dev`. The `.git` link
+/// file at the top is the worktree's own; a `.git` anywhere below marks a
+/// nested repository and is not entered.
+pub fn inventory(top: &OwnedFd) -> Inventory {
+    let mut inv = Inventory::default();
+    let probe = StatxFlags::TYPE
+        | StatxFlags::MODE
+        | StatxFlags::SIZE
+        | StatxFlags::INO
+        | StatxFlags::MNT_ID;
+    let Ok(top_st) = rustix::fs::statx(
+        top,
+        "",
+        AtFlags::EMPTY_PATH | AtFlags::SYMLINK_NOFOLLOW,
+        probe,
+    ) else {
+        inv.unreadable.push(b".".to_vec());
+        return inv;
+    };
+    let same_mount = |st: &rustix::fs::Statx| {
+        if st.stx_mask & top_st.stx_mask & StatxFlags::MNT_ID.bits() != 0 {
+            st.stx_mnt_id == top_st.stx_mnt_id
+        } else {
+            (st.stx_dev_major, st.stx_dev_minor) == (top_st.stx_dev_major, top_st.stx_dev_minor)
+        }
+    };
+    let root_user = crate::sys::euid() == 0;
+    let dir_flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let mut stack: Vec<(OwnedFd, Vec<u8>)> = match top.try_clone() {
+        Ok(fd) => vec![(fd, Vec::new())],
+        Err(_) => {
+            inv.unreadable.push(b".".to_vec());
+            return inv;
+        }
+    };
+    let join = |dir: &[u8], name: &[u8]| {
+        let mut p = dir.to_vec();
+        if !p.is_empty() {
+            p.push(b'/');
+        }
+        p.extend_from_slice(name);
+        p
+    };
+    let show = |rel: &[u8]| {
+        if rel.is_empty() {
+            b".".to_vec()
+        } else {
+            rel.to_vec()
+        }
+    };
+    while let Some((fd, rel)) = stack.pop() {
+        if let Ok(st) = rustix::fs::fstat(&fd) {
+            #[allow(clippy::unnecessary_cast)]
+            inv.dirs.push((st.st_dev as u64, st.st_ino as u64));
+        }
+        // git deletes entries by path; as a non-root user a directory without
+        // write and search permission makes `git worktree remove` fail halfway.
+        if !root_user
+            && rustix::fs::accessat(
+                &fd,
+                ".",
+                rustix::fs::Access::WRITE_OK | rustix::fs::Access::EXEC_OK,
+                AtFlags::EACCESS,
+            )
+            .is_err()
+        {
+            inv.not_writable.push(show(&rel));
+        }
+        let Ok(dir) = rustix::fs::Dir::read_from(&fd) else {
+            inv.unreadable.push(show(&rel));
+            continue;
+        };
+        for entry in dir {
+            let Ok(entry) = entry else {
+                inv.unreadable.push(show(&rel));
+                break;
+            };
+            let name = entry.file_name().to_bytes();
+            if name == b"." || name == b".." {
+                continue;
+            }
+            let path = join(&rel, name);
+            let Ok(st) =
+                rustix::fs::statx(&fd, entry.file_name(), AtFlags::SYMLINK_NOFOLLOW, probe)
+            else {
+                inv.unreadable.push(path);
+                continue;
+            };
+            if !same_mount(&st) {
+                inv.mounts.push(path);
+                continue;
+            }
+            let kind = u32::from(st.stx_mode) & libc::S_IFMT;
+            if name == b".git" && !rel.is_empty() {
+                inv.nested.push(rel.clone());
+                if kind == libc::S_IFREG {
+                    inv.bytes += st.stx_size;
+                }
+                continue;
+            }
+            match kind {
+                libc::S_IFDIR => {
+                    match rustix::fs::openat(&fd, entry.file_name(), dir_flags, Mode::empty()) {
+                        Ok(sub) => stack.push((sub, path)),
+                        Err(_) => inv.unreadable.push(path),
+                    }
+                }
+                libc::S_IFREG | libc::S_IFLNK => inv.bytes += st.stx_size,
+                _ => inv.special.push(path),
+            }
+        }
+    }
+    inv
+}
+
+/// Returns true if and only if users other than us can reach `path`: every
+/// ancestor grants search permission to others (or to a group).
+pub fn traversable_by_others(path: &Path) -> bool {
+    path.ancestors().skip(1).all(|a| {
+        fs::metadata(a).is_ok_and(|m| m.mode() & 0o011 != 0 || m.uid() != crate::sys::euid())
+    })
+}
+
+/// Returns the bytes of a path, for comparisons with git's raw output.
+pub fn bytes(path: &Path) -> &[u8] {
+    path.as_os_str().as_bytes()
 }
 
 #[cfg(test)]
@@ -57,5 +273,64 @@ mod tests {
         assert!(!is_canonical(&base.join("d/../d")));
         assert!(!is_canonical(Path::new("d")));
         assert!(lstat(&base.join("l")).is_some_and(|s| !s.is_dir()));
+    }
+
+    #[test]
+    fn walk_finds_what_git_cannot_see() {
+        let t = tempfile::tempdir().unwrap();
+        let top = fs::canonicalize(t.path()).unwrap();
+        fs::write(top.join(".git"), "gitdir: x").unwrap();
+        fs::create_dir_all(top.join("a/b")).unwrap();
+        fs::write(top.join("a/b/f"), "12345").unwrap();
+        std::os::unix::fs::symlink("/etc", top.join("a/link")).unwrap();
+        fs::create_dir_all(top.join("vendor/lib/.git")).unwrap();
+        fs::write(top.join("vendor/lib/.git/secret"), "never counted").unwrap();
+        let fifo = top.join("a/fifo");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::FileType::Fifo,
+            Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        let fd = rustix::fs::open(&top, OFlags::RDONLY | OFlags::DIRECTORY, Mode::empty()).unwrap();
+        let inv = inventory(&fd);
+        assert_eq!(inv.special, vec![b"a/fifo".to_vec()]);
+        assert_eq!(inv.nested, vec![b"vendor/lib".to_vec()]);
+        assert!(inv.mounts.is_empty() && inv.unreadable.is_empty());
+        assert_eq!(inv.bytes, 9 + 5 + 4, ".git link + f + the link text `/etc`");
+        assert_eq!(inv.dirs.len(), 5, "top, a, a/b, vendor, vendor/lib");
+    }
+
+    #[test]
+    fn open_beneath_refuses_symlinks_and_moved_roots() {
+        let t = tempfile::tempdir().unwrap();
+        let base = fs::canonicalize(t.path()).unwrap();
+        let root = base.join("root");
+        fs::create_dir_all(root.join("wt")).unwrap();
+        std::os::unix::fs::symlink(root.join("wt"), root.join("link")).unwrap();
+        let m = fs::metadata(&root).unwrap();
+        let id = (m.dev(), m.ino());
+        assert!(open_beneath(&root, id, OsStr::new("wt")).is_ok());
+        assert_eq!(
+            open_beneath(&root, id, OsStr::new("link"))
+                .unwrap_err()
+                .reason,
+            HoldReason::PathIdentity
+        );
+        assert_eq!(
+            open_beneath(&root, (id.0, id.1 + 1), OsStr::new("wt"))
+                .unwrap_err()
+                .reason,
+            HoldReason::RootIdentity
+        );
+        std::os::unix::fs::symlink(&root, base.join("root2")).unwrap();
+        assert_eq!(
+            open_beneath(&base.join("root2"), id, OsStr::new("wt"))
+                .unwrap_err()
+                .reason,
+            HoldReason::RootIdentity
+        );
     }
 }
