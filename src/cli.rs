@@ -303,6 +303,11 @@ fn resolve_target(engine: &Engine, t: &str) -> Result<Result<String, TargetRepor
     if looks_like_id {
         return engine.registry().resolve(t).map(Ok);
     }
+    if !is_normal_path(t) {
+        return Err(Error::Usage(format!(
+            "`{t}` is not a normal path (`.`, `..` or `//`); name the worktree's top directory"
+        )));
+    }
     let path = PathBuf::from(t);
     if !path.exists() {
         return Err(Error::Usage(format!(
@@ -324,6 +329,18 @@ fn resolve_target(engine: &Engine, t: &str) -> Result<Result<String, TargetRepor
             .held(&[hold])))
         }
     }
+}
+
+/// Returns true if `t` has no `.`, `..` or empty component (a single
+/// trailing `/` is allowed): paths are resolved physically, never by lexical
+/// normalization followed by acting on the result.
+fn is_normal_path(t: &str) -> bool {
+    let t = t.strip_suffix('/').unwrap_or(t);
+    let body = t.strip_prefix('/').unwrap_or(t);
+    !body.is_empty()
+        && body
+            .split('/')
+            .all(|c| !c.is_empty() && c != "." && c != "..")
 }
 
 fn target_code(t: &TargetReport) -> u8 {
@@ -514,4 +531,21 @@ fn show(id: &str, json: bool) -> Result<u8> {
         );
     }
     Ok(exit::OK)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn normal_paths() {
+        for ok in ["wt", "/a/b", "/a/b/", "rel/wt"] {
+            assert!(is_normal_path(ok), "{ok}");
+        }
+        for bad in [
+            "", ".", "..", "/", "/a/../b", "a/.", "./a", "/a//b", "a/b/..",
+        ] {
+            assert!(!is_normal_path(bad), "{bad}");
+        }
+    }
 }

@@ -92,6 +92,11 @@ impl Error {
         match self {
             Error::Refused { reason, .. } => Some(*reason),
             Error::UnsafeDir { .. } => Some(HoldReason::LeaseDirUnsafe),
+            // git refuses a repository another user owns (CVE-2022-24765);
+            // lease never adds a `safe.directory` entry.
+            Error::Git { stderr, .. } if stderr.contains("dubious ownership") => {
+                Some(HoldReason::UnsafeRepo)
+            }
             Error::Git { .. } => Some(HoldReason::GitFailed),
             _ => None,
         }

@@ -83,6 +83,11 @@ pub fn shared(f: &File) -> std::io::Result<()> {
 /// Tries `LOCK_EX|LOCK_NB` on `f`, which must be a fresh open (never one that
 /// holds a shared lock). A lock error is reported as such, never as "free".
 pub fn try_exclusive(f: &File) -> LockOutcome {
+    // Test knob: a filesystem whose flock fails (NFS, ENOLCK, EOPNOTSUPP).
+    #[cfg(feature = "fault-injection")]
+    if std::env::var_os("LEASE_FI_LOCK_ERROR").is_some() {
+        return LockOutcome::Error("injected: No locks available (ENOLCK)".into());
+    }
     match f.try_lock() {
         Ok(()) => LockOutcome::Acquired,
         Err(TryLockError::WouldBlock) => LockOutcome::Busy,

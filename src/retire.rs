@@ -221,11 +221,12 @@ impl Engine {
             )]));
         };
         let wt = wt_id.path();
-        let rg = self.git.repo_at(&repo, &wt)?;
-        let top = match self.gate_identity(&rg, &rec) {
+        let top = match self.gate_identity(&self.git.repo(&repo)?, &rec) {
             Ok(fd) => fd,
             Err(h) => return Ok(Err(vec![h])),
         };
+        // Only now, with the worktree proven, run git inside it.
+        let rg = self.git.repo_at(&repo, &wt)?;
         let (_, admin) = self.probe_path(&rg, &repo, &wt)?;
         let Some(admin) = admin else {
             return Ok(Err(vec![Hold::new(
@@ -235,13 +236,8 @@ impl Engine {
         };
 
         // Gate 3.
-        let leases = self.reg.root().leases();
-        if let Err(e) = crate::paths::check_private_dir(&leases, true) {
-            return Ok(Err(vec![Hold::new(
-                HoldReason::LeaseDirUnsafe,
-                e.to_string(),
-            )]));
-        }
+        // An unsafe lease directory means lease cannot work at all (exit 3).
+        crate::paths::check_private_dir(&self.reg.root().leases(), true)?;
         let Some(lease) = rec.lease.clone() else {
             return Ok(Err(vec![Hold::new(
                 HoldReason::LeaseMissing,
@@ -269,6 +265,7 @@ impl Engine {
                 Err(h) => return Ok(Err(vec![h])),
             };
             let outcome = crate::lease::try_exclusive(&f);
+            crate::fault::point("retire-locked");
             let fd_after = crate::safety::fstat(&f);
             let name_after = crate::safety::lstat(&lease.path());
             if let Err(mut h) =
@@ -324,6 +321,20 @@ impl Engine {
                 .map(PathBuf::from)
                 .and_then(|h| fs::canonicalize(h).ok()),
         };
+        if wt.components().any(|c| {
+            !matches!(
+                c,
+                std::path::Component::RootDir | std::path::Component::Normal(_)
+            )
+        }) {
+            return Err(Hold::new(
+                HoldReason::PathEscape,
+                format!(
+                    "recorded path `{}` is not normal (`.` or `..`)",
+                    wt.display()
+                ),
+            ));
+        }
         plan::gate_protected(&wt, &protected)?;
         let (Some(parent), Some(name)) = (wt.parent(), wt.file_name()) else {
             return Err(Hold::new(
@@ -640,22 +651,29 @@ impl Engine {
             return Err(unarchived("cannot create the bundle", &e));
         }
         crate::fault::point("archive-written");
-        let mut file =
-            fs::File::open(&bundle).map_err(|e| unarchived("cannot reopen the bundle", &e))?;
-        let sha256 = fd_sha256(&mut file).map_err(|e| unarchived("cannot hash the bundle", &e))?;
-        let header = fs::read(&bundle)
-            .ok()
-            .and_then(|b| parse_bundle_header(&b))
-            .ok_or_else(|| {
+        // Hash, parse and verify through one descriptor; a bundle that fails
+        // any step is removed, never kept half-trusted.
+        let checked = (|| {
+            let mut file =
+                fs::File::open(&bundle).map_err(|e| unarchived("cannot reopen the bundle", &e))?;
+            let sha256 =
+                fd_sha256(&mut file).map_err(|e| unarchived("cannot hash the bundle", &e))?;
+            let header = read_header(&mut file).ok_or_else(|| {
                 Hold::new(
                     HoldReason::ArchiveUnverified,
                     format!("`{}` has no bundle header", bundle.display()),
                 )
             })?;
-        if let Err(h) = self.verify(rg, rec, &repo, &fmt, &bundle, &header, reach) {
-            let _ = fs::remove_file(&bundle);
-            return Err(h);
-        }
+            self.verify(rg, rec, &repo, &fmt, &bundle, &header, reach)?;
+            Ok((file, sha256, header))
+        })();
+        let (file, sha256, header) = match checked {
+            Ok(x) => x,
+            Err(h) => {
+                let _ = fs::remove_file(&bundle);
+                return Err(h);
+            }
+        };
         let archive = Archive {
             kind: "bundle".into(),
             location: crate::paths::utf8(&bundle).map_err(|e| unarchived("bad path", &e))?,
@@ -974,6 +992,15 @@ struct BundleHeader {
     prerequisites: Vec<String>,
     /// (oid, ref name)
     refs: Vec<(String, String)>,
+}
+
+/// Reads the header of the bundle open as `f` (from its start).
+fn read_header(f: &mut fs::File) -> Option<BundleHeader> {
+    use std::io::{Seek, SeekFrom};
+    f.seek(SeekFrom::Start(0)).ok()?;
+    let mut head = Vec::new();
+    f.take(1 << 20).read_to_end(&mut head).ok()?;
+    parse_bundle_header(&head)
 }
 
 /// Parses the text header of a v2 or v3 bundle (gitformat-bundle(5)).

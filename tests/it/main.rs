@@ -10,6 +10,7 @@
 
 mod support;
 
+mod adversarial;
 mod exec;
 mod list;
 mod retire;

@@ -296,6 +296,9 @@ pub(crate) fn manifest(dir: &Path) -> Manifest {
                     rel,
                     format!("link {}", fs::read_link(&p).unwrap().display()),
                 );
+            } else if !ft.is_file() {
+                // FIFOs, sockets, devices: never opened (a FIFO would block).
+                m.insert(rel, format!("special {:o}", meta.mode()));
             } else {
                 let hash = sha2::Sha256::digest(fs::read(&p).unwrap());
                 let h: String = hash.iter().map(|b| format!("{b:02x}")).collect();
