@@ -2,6 +2,23 @@
 //! and the exit-code table. The only module that prints.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
+/// Writes a line to stdout, ignoring write errors: a closed pipe (`lease list
+/// | head`) must neither panic nor change the exit status.
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout().lock(), $($arg)*);
+    }};
+}
+
+/// Writes a line to stderr, ignoring write errors.
+macro_rules! err {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr().lock(), $($arg)*);
+    }};
+}
+
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -170,10 +187,10 @@ fn class_code(c: Class) -> u8 {
 fn print_error(e: &Error) {
     match e.reason() {
         Some(r) => {
-            eprintln!("error: {e} [{}]", r.code());
-            eprintln!("hint: {}", r.next_action());
+            err!("error: {e} [{}]", r.code());
+            err!("hint: {}", r.next_action());
         }
-        None => eprintln!("error: {e}"),
+        None => err!("error: {e}"),
     }
 }
 
@@ -197,14 +214,14 @@ fn exec(req: Result<ExecRequest>, json: bool) -> ExitCode {
         }
     };
     for n in &res.notes {
-        eprintln!("{n}");
+        err!("{n}");
     }
     if let Some(t) = &res.retire {
         if json {
-            eprintln!("{}", serde_json::to_string(t).expect("a report serializes"));
+            err!("{}", serde_json::to_string(t).expect("a report serializes"));
         } else {
             for line in render_target(t) {
-                eprintln!("lease: {line}");
+                err!("lease: {line}");
             }
         }
     }
@@ -249,7 +266,12 @@ fn retire(targets: &[String], all: bool, dry_run: bool, json: bool) -> Result<u8
     if all {
         for l in reg.scan()? {
             match l {
-                Loaded::Ok(r) if matches!(r.state, State::Terminal | State::Interrupted) => {
+                // Terminal and interrupted records, and active ones whose every
+                // launcher is gone (gate 3 then proves them interrupted).
+                Loaded::Ok(r)
+                    if matches!(r.state, State::Terminal | State::Interrupted)
+                        || (r.state == State::Active && !r.any_launcher_alive()) =>
+                {
                     ids.push(Ok(r.id.clone()))
                 }
                 Loaded::Ok(_) => {}
@@ -262,7 +284,12 @@ fn retire(targets: &[String], all: bool, dry_run: bool, json: bool) -> Result<u8
         }
     } else {
         for t in targets {
-            ids.push(resolve_target(&engine, t)?);
+            let target = resolve_target(&engine, t)?;
+            let dup =
+                matches!(&target, Ok(id) if ids.iter().any(|i| i.as_ref().is_ok_and(|x| x == id)));
+            if !dup {
+                ids.push(target);
+            }
         }
     }
     let reports: Vec<TargetReport> = ids
@@ -279,16 +306,16 @@ fn retire(targets: &[String], all: bool, dry_run: bool, json: bool) -> Result<u8
         targets: reports,
     };
     if json {
-        println!(
+        out!(
             "{}",
             serde_json::to_string_pretty(&report).expect("a report serializes")
         );
     } else if report.targets.is_empty() {
-        println!("nothing to retire");
+        out!("nothing to retire");
     } else {
         for t in &report.targets {
             for line in render_target(t) {
-                println!("{line}");
+                out!("{line}");
             }
         }
     }
@@ -309,6 +336,14 @@ fn resolve_target(engine: &Engine, t: &str) -> Result<Result<String, TargetRepor
         )));
     }
     let path = PathBuf::from(t);
+    let absolute = std::env::current_dir()
+        .map(|c| c.join(&path))
+        .map_err(|e| Error::Usage(format!("cannot read the current directory: {e}")))?;
+    if path.exists() && std::fs::canonicalize(&path).ok().as_deref() != Some(absolute.as_path()) {
+        return Err(Error::Usage(format!(
+            "`{t}` is reached through a symlink; name the worktree's physical top directory"
+        )));
+    }
     if !path.exists() {
         return Err(Error::Usage(format!(
             "`{t}` is neither a record id nor an existing path"
@@ -360,6 +395,12 @@ fn render_target(t: &TargetReport) -> Vec<String> {
             .map(|i| &i[..12.min(i.len())])
             .unwrap_or("-");
     let mut out = Vec::new();
+    if let Some(e) = &t.error
+        && t.worktree.is_none()
+    {
+        out.push(format!("error ({id}): {e}"));
+        return out;
+    }
     match t.disposition {
         Disposition::Removed => {
             let mut s = format!("removed `{what}` ({id})");
@@ -416,9 +457,9 @@ fn record_json(r: &Record) -> serde_json::Value {
 fn list(json: bool) -> Result<u8> {
     let Some(root) = StateRoot::open_existing()? else {
         if json {
-            println!("[]");
+            out!("[]");
         } else {
-            println!("no records");
+            out!("no records");
         }
         return Ok(exit::OK);
     };
@@ -434,19 +475,24 @@ fn list(json: bool) -> Result<u8> {
                 }),
             })
             .collect();
-        println!(
+        out!(
             "{}",
             serde_json::to_string_pretty(&items).expect("json serializes")
         );
         return Ok(exit::OK);
     }
     if loaded.is_empty() {
-        println!("no records");
+        out!("no records");
         return Ok(exit::OK);
     }
-    println!(
+    out!(
         "{:<12}  {:<11}  {:<7}  {:<8}  {:<20}  {:<20}  WORKTREE",
-        "ID", "STATE", "ORIGIN", "HOLDERS", "OWNER", "BRANCH"
+        "ID",
+        "STATE",
+        "ORIGIN",
+        "HOLDERS",
+        "OWNER",
+        "BRANCH"
     );
     for l in &loaded {
         match l {
@@ -456,7 +502,7 @@ fn list(json: bool) -> Result<u8> {
                     .as_ref()
                     .map(|l| crate::procs::holders(l.id()).0.len())
                     .unwrap_or(0);
-                println!(
+                out!(
                     "{:<12}  {:<11}  {:<7}  {:<8}  {:<20}  {:<20}  {}",
                     &r.id[..12],
                     r.state.name(),
@@ -471,7 +517,7 @@ fn list(json: bool) -> Result<u8> {
                 );
             }
             Loaded::Bad { id, problem, .. } => {
-                println!(
+                out!(
                     "{:<12}  {:<11}  {problem}",
                     &id[..12.min(id.len())],
                     "unreadable"
@@ -491,43 +537,46 @@ fn show(id: &str, json: bool) -> Result<u8> {
     let r = reg.get(&id)?;
     let v = record_json(&r);
     if json {
-        println!(
+        out!(
             "{}",
             serde_json::to_string_pretty(&v).expect("json serializes")
         );
         return Ok(exit::OK);
     }
-    println!("id:        {}", r.id);
-    println!("state:     {}", r.state.name());
-    println!(
+    out!("id:        {}", r.id);
+    out!("state:     {}", r.state.name());
+    out!(
         "worktree:  {}",
         r.worktree.as_ref().map(|w| w.path.as_str()).unwrap_or("-")
     );
-    println!("repo:      {}", r.repo);
-    println!("branch:    {}", r.branch.as_deref().unwrap_or("(detached)"));
-    println!("owner:     {}:{}", r.owner.kind, r.owner.name);
-    println!("holders:   {}", v["holders"]);
+    out!("repo:      {}", r.repo);
+    out!("branch:    {}", r.branch.as_deref().unwrap_or("(detached)"));
+    out!("owner:     {}:{}", r.owner.kind, r.owner.name);
+    out!("holders:   {}", v["holders"]);
     if let Some(o) = &r.outcome {
         match (o.code, o.signal) {
-            (Some(c), _) => println!("outcome:   exit {c} at {}", o.at),
-            (_, Some(s)) => println!("outcome:   signal {s} at {}", o.at),
+            (Some(c), _) => out!("outcome:   exit {c} at {}", o.at),
+            (_, Some(s)) => out!("outcome:   signal {s} at {}", o.at),
             _ => {}
         }
     }
     if let Some(a) = &r.archive {
-        println!(
+        out!(
             "archive:   {} ({} commit(s), sha256 {})",
-            a.location, a.commits, a.sha256
+            a.location,
+            a.commits,
+            a.sha256
         );
     }
     if let Some(at) = r.attempts.last() {
         let codes: Vec<String> = at.reasons.iter().map(|c| c.code()).collect();
-        println!("last hold: {} at {}", codes.join(", "), at.at);
+        out!("last hold: {} at {}", codes.join(", "), at.at);
     }
     if let Some(t) = &r.tombstone {
-        println!(
+        out!(
             "removed:   {} ({} bytes reclaimed)",
-            t.removed_at, t.bytes_reclaimed
+            t.removed_at,
+            t.bytes_reclaimed
         );
     }
     Ok(exit::OK)

@@ -35,6 +35,17 @@ const OVERRIDES: &[&str] = &[
     "gc.auto=0",
     "maintenance.auto=false",
     "status.showUntrackedFiles=all",
+    // Stat shortcuts a hostile config can use to hide a same-size edit with
+    // a restored mtime (core.trustctime=false, core.checkStat=minimal), or
+    // a `.GIT` entry (core.ignoreCase), from status; a stale untracked cache
+    // must not hide untracked files either.
+    "core.trustctime=true",
+    "core.checkStat=default",
+    "core.ignoreStat=false",
+    "core.ignoreCase=false",
+    "core.untrackedCache=false",
+    // log.showSignature makes `reflog show` run gpg.program.
+    "log.showSignature=false",
     "protocol.allow=never",
     "protocol.file.allow=always",
 ];
@@ -143,6 +154,7 @@ impl Git {
         Ok(RepoGit {
             git: self.clone(),
             filters: parse_filter_drivers(&out.stdout),
+            pin: None,
         })
     }
 
@@ -222,17 +234,35 @@ impl Git {
     }
 }
 
-/// A sanitized git bound to one repository's filter-driver overrides.
+/// A sanitized git bound to one repository's filter-driver overrides, and
+/// optionally pinned to one worktree.
 #[derive(Debug, Clone)]
 pub struct RepoGit {
     git: Git,
     filters: Vec<Vec<u8>>,
+    /// `(admin dir, worktree)`: commands run in the worktree get
+    /// `GIT_DIR`/`GIT_WORK_TREE` set explicitly, as git's own
+    /// `check_clean_worktree` does, so a `core.worktree` in the worktree's
+    /// config cannot point lease's probes at a decoy tree.
+    pin: Option<(PathBuf, PathBuf)>,
 }
 
 impl RepoGit {
     /// A sanitized command run in `dir` (a worktree, or the common git dir).
     pub fn cmd(&self, dir: &Path) -> Cmd {
-        self.git.sanitized(Some(dir), &self.filters)
+        let mut c = self.git.sanitized(Some(dir), &self.filters);
+        if let Some((admin, wt)) = &self.pin
+            && wt == dir
+        {
+            c.inner.env("GIT_DIR", admin).env("GIT_WORK_TREE", wt);
+        }
+        c
+    }
+
+    /// Pins commands run in `wt` to its admin directory `admin`.
+    pub fn pinned(mut self, admin: &Path, wt: &Path) -> RepoGit {
+        self.pin = Some((admin.to_path_buf(), wt.to_path_buf()));
+        self
     }
 
     /// The underlying git.

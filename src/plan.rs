@@ -78,7 +78,7 @@ impl HoldReason {
             ConsumerAlive | InUse => {
                 "a process still uses the worktree; see `lease show ID` for holders and retry when they exit"
             }
-            NotRecorded => "`lease adopt PATH` to register it",
+            NotRecorded => "`lease exec --adopt PATH -- true` registers it",
             NotRegistered => {
                 "the path is not a registered git worktree; `lease repair PATH` if it was"
             }
@@ -161,6 +161,7 @@ pub fn gate_state(state: State, any_launcher_alive: bool) -> Result<StateGate, H
         )),
         State::Active => Ok(StateGate::ProceedIfFree),
         State::Retained => Err(Hold::new(HoldReason::Retained, "the record is retained")),
+        // (The engine adds the owner, reason and expiry to the detail.)
         State::Retiring => Err(Hold::new(
             HoldReason::RetireInProgress,
             "the record is retiring; `lease reap` finishes an interrupted retire",

@@ -54,6 +54,24 @@ pub fn holders(id: (u64, u64)) -> (Vec<u32>, usize) {
     (pids, unreadable)
 }
 
+/// Returns true if `/proc/locks` shows an exclusive (WRITE) flock on the
+/// file whose inode is `ino` on device `dev`: a retire holds the lease now.
+pub fn exclusively_locked(dev: u64, ino: u64) -> bool {
+    let Ok(text) = fs::read_to_string("/proc/locks") else {
+        return false;
+    };
+    let want = format!(
+        "{:02x}:{:02x}:{ino}",
+        rustix::fs::major(dev),
+        rustix::fs::minor(dev)
+    );
+    text.lines().any(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        // `1: FLOCK  ADVISORY  WRITE 1234 fd:01:5678 0 EOF`
+        f.get(1) == Some(&"FLOCK") && f.get(3) == Some(&"WRITE") && f.get(5) == Some(&want.as_str())
+    })
+}
+
 /// Finds every live process (but this one) whose cwd or root is inside
 /// `wt`, or that has a descriptor or a mapping inside it, or a descriptor on
 /// the lease inode `lease`. Processes whose entries cannot be read (other

@@ -127,7 +127,18 @@ impl Engine {
         // Gate 1: state.
         let state_gate = match plan::gate_state(rec.state, rec.any_launcher_alive()) {
             Ok(g) => g,
-            Err(h) => return Ok(Err(vec![h])),
+            Err(mut h) => {
+                if let Some(r) = &rec.retention {
+                    h.detail = format!(
+                        "retained by {}:{} ({}) until {}",
+                        r.owner.kind,
+                        r.owner.name,
+                        r.reason,
+                        r.until.as_deref().unwrap_or("released")
+                    );
+                }
+                return Ok(Err(vec![h]));
+            }
         };
         // Gates 2 and 3.
         let mut held = match self.gates_path_and_lease(rec, state_gate)? {
@@ -226,14 +237,13 @@ impl Engine {
             Err(h) => return Ok(Err(vec![h])),
         };
         // Only now, with the worktree proven, run git inside it.
-        let rg = self.git.repo_at(&repo, &wt)?;
-        let (_, admin) = self.probe_path(&rg, &repo, &wt)?;
-        let Some(admin) = admin else {
+        let Some(admin) = linked_admin(&repo, &wt) else {
             return Ok(Err(vec![Hold::new(
                 HoldReason::PathIdentity,
                 "no admin directory",
             )]));
         };
+        let rg = self.git.repo_at(&repo, &wt)?.pinned(&admin, &wt);
 
         // Gate 3.
         // An unsafe lease directory means lease cannot work at all (exit 3).
@@ -271,7 +281,14 @@ impl Engine {
             if let Err(mut h) =
                 plan::gate_lease(lease.id(), rec.uid, before, &outcome, fd_after, name_after)
             {
-                if h.reason == HoldReason::ConsumerAlive {
+                if h.reason == HoldReason::ConsumerAlive
+                    && crate::procs::exclusively_locked(lease.dev, lease.ino)
+                {
+                    h = Hold::new(
+                        HoldReason::RetireInProgress,
+                        "another retire holds the lease exclusively",
+                    );
+                } else if h.reason == HoldReason::ConsumerAlive {
                     let (pids, _) = crate::procs::holders(lease.id());
                     if !pids.is_empty() {
                         h.detail = format!("{}: pid {}", h.detail, join(&pids));
@@ -500,7 +517,7 @@ impl Engine {
                 .output()?
                 .stdout,
         );
-        let durable = self.durable_ref(rg, wt, rec)?;
+        let durable = self.durable_ref(rg, rec)?;
         let mut tips: Vec<(String, String)> = Vec::new();
         if !head.is_empty() {
             tips.push((format!("refs/lease/{}/head", rec.id), head.clone()));
@@ -513,6 +530,17 @@ impl Engine {
         for (oid, name) in git::parse_heads(&refs) {
             let rest = name.strip_prefix("refs/").unwrap_or(&name);
             tips.push((format!("refs/lease/{}/private/{rest}", rec.id), oid));
+        }
+        // ORIG_HEAD is per worktree and dies with it (reset, rebase, merge).
+        let orig = rg
+            .cmd(wt)
+            .args(["rev-parse", "--verify", "-q", "ORIG_HEAD^{commit}"])
+            .output()?;
+        if orig.ok {
+            tips.push((
+                format!("refs/lease/{}/orig-head", rec.id),
+                git::first_line(&orig.stdout),
+            ));
         }
         let reflog = rg
             .cmd(wt)
@@ -559,13 +587,10 @@ impl Engine {
     /// The trusted remote's default-branch tracking ref and its commit
     /// (SPEC/Words "durable"): `origin` if it exists, else the branch's
     /// upstream remote; `refs/remotes/<r>/HEAD`, else `main`, else `master`.
-    fn durable_ref(
-        &self,
-        rg: &RepoGit,
-        wt: &Path,
-        rec: &Record,
-    ) -> Result<Option<(String, String)>> {
-        let remotes = rg.cmd(wt).arg("remote").probe()?;
+    fn durable_ref(&self, rg: &RepoGit, rec: &Record) -> Result<Option<(String, String)>> {
+        // Refs are read in the common git dir: a per-worktree ref is never durable.
+        let common = PathBuf::from(&rec.repo);
+        let remotes = rg.cmd(&common).arg("remote").probe()?;
         let remotes: Vec<String> = String::from_utf8_lossy(&remotes)
             .lines()
             .map(str::to_string)
@@ -574,7 +599,7 @@ impl Engine {
             Some("origin".to_string())
         } else if let Some(b) = &rec.branch {
             let up = rg
-                .cmd(wt)
+                .cmd(&common)
                 .args(["for-each-ref", "--format=%(upstream:remotename)"])
                 .arg(format!("refs/heads/{b}"))
                 .probe()?;
@@ -587,8 +612,16 @@ impl Engine {
         };
         for name in ["HEAD", "main", "master"] {
             let r = format!("refs/remotes/{remote}/{name}");
+            // A symbolic tracking ref counts only if it stays among the
+            // remote's own tracking refs (not, say, `refs/worktree/wip`).
+            let sym = rg.cmd(&common).args(["symbolic-ref", "-q", &r]).output()?;
+            if sym.ok
+                && !git::first_line(&sym.stdout).starts_with(&format!("refs/remotes/{remote}/"))
+            {
+                continue;
+            }
             let out = rg
-                .cmd(wt)
+                .cmd(&common)
                 .args(["rev-parse", "--verify", "-q"])
                 .arg(format!("{r}^{{commit}}"))
                 .output()?;

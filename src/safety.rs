@@ -222,7 +222,10 @@ pub fn inventory(top: &OwnedFd) -> Inventory {
                 continue;
             }
             let kind = u32::from(st.stx_mode) & libc::S_IFMT;
-            if name == b".git" && !rel.is_empty() {
+            // Any case of `.git` below the top is a nested repository (or a
+            // name that git would treat as one on a case-insensitive disk);
+            // at the top, only the exact `.git` link file is ours.
+            if name.eq_ignore_ascii_case(b".git") && (!rel.is_empty() || name != b".git") {
                 inv.nested.push(rel.clone());
                 if kind == libc::S_IFREG {
                     inv.bytes += st.stx_size;

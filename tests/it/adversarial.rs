@@ -1156,7 +1156,7 @@ fn c13_tampered_bundle_before_verification() {
             let mut out = bytes.clone();
             let at = bytes
                 .windows(40)
-                .position(|w| w == line[..40].as_bytes())
+                .position(|w| w == &line.as_bytes()[..40])
                 .unwrap();
             out[at..at + 40].copy_from_slice(flipped.as_bytes());
             fs::write(b, out).unwrap();
@@ -1340,7 +1340,7 @@ fn d2_two_retirers_one_proceeds() {
         assert_code(&b, 1);
         assert_eq!(
             reasons(&b),
-            ["consumer-alive"],
+            ["retire-in-progress"],
             "the second retirer is refused at once"
         );
     });
@@ -1729,8 +1729,7 @@ fn e7_hostile_environment_changes_nothing() {
         .env
         .records()
         .into_iter()
-        .filter(|r| r["state"] == "retained")
-        .last()
+        .rfind(|r| r["state"] == "retained")
         .unwrap();
     let mode = fs::metadata(newest["lease"]["path"].as_str().unwrap())
         .unwrap()
@@ -1745,4 +1744,94 @@ fn e7_hostile_environment_changes_nothing() {
         .output()
         .unwrap();
     assert_code(&o, 1);
+}
+
+// ---- regressions from review: repo-local config that hid work ----
+
+#[test]
+fn c2_core_worktree_in_config_worktree_cannot_point_probes_at_a_decoy() {
+    let fx = Fx::new();
+    let (id, _) = fx.worktree(
+        "mkdir build && echo precious > build/results.db && git config extensions.worktreeConfig true \
+         && git worktree add -q --detach ../../decoy HEAD && git config --worktree core.worktree \"$(cd ../../decoy && pwd)\"",
+    );
+    fx.refuse(&id, "untracked");
+}
+
+#[test]
+fn c1_same_size_edit_with_restored_mtime_under_trustctime_false() {
+    let fx = Fx::new();
+    let (id, _) = fx.worktree(
+        "git config core.trustctime false && git config core.checkStat minimal && touch -d 2020-01-01 README \
+         && git update-index --refresh -q && sleep 1.1 && printf 'HELLO\\n' > README && touch -d 2020-01-01 README",
+    );
+    // The one sleep in the suite ages a ctime (git compares it to the
+    // second); it waits for no process.
+    fx.refuse(&id, "dirty");
+}
+
+#[test]
+fn c11_case_variants_of_dot_git_under_ignore_case() {
+    let fx = Fx::new();
+    let (id, _) = fx.worktree("git config core.ignoreCase true && echo precious > .GIT && mkdir -p docs/.Git && echo x > docs/.Git/notes");
+    let o = fx.retire(&id);
+    assert_code(&o, 1);
+    let r = reasons(&o);
+    assert!(
+        r.contains(&"untracked".to_string()) || r.contains(&"nested-repo".to_string()),
+        "{r:?}"
+    );
+    fx.assert_clean();
+}
+
+#[test]
+fn c9_symbolic_origin_head_to_a_private_ref_proves_nothing() {
+    let fx = Fx::new();
+    let (id, _) = fx.worktree(
+        "git checkout -q --detach && echo d > d.txt && git add d.txt && git commit -qm precious \
+         && git update-ref refs/worktree/wip HEAD && git symbolic-ref refs/remotes/origin/HEAD refs/worktree/wip",
+    );
+    let rec = fx.remove(&id);
+    assert!(
+        rec["archive"]["commits"].as_u64().unwrap() >= 1,
+        "the commit is archived: {rec:#}"
+    );
+    let tip = rec["archive"]["tip"].as_str().unwrap();
+    assert_eq!(
+        fx.env.git(&fx.repo, &["log", "-1", "--format=%s", tip]),
+        "precious"
+    );
+}
+
+#[test]
+fn c8_commit_kept_only_by_orig_head_is_archived() {
+    let fx = Fx::new();
+    let (id, _) = fx.worktree(
+        "git checkout -q --detach && echo d > d.txt && git add d.txt && git commit -qm precious \
+         && git reflog expire --expire=now --all && git reset -q --hard HEAD~1",
+    );
+    let rec = fx.remove(&id);
+    let refs = rec["archive"]["refs"].as_object().unwrap();
+    assert!(refs.keys().any(|k| k.ends_with("/orig-head")), "{refs:?}");
+}
+
+#[test]
+fn c15_show_signature_cannot_run_gpg_program() {
+    let fx = Fx::new();
+    let tool = fx.env.root.join("tool");
+    let (id, _) = fx.worktree(&format!(
+        "tree=$(git rev-parse 'HEAD^{{tree}}') && parent=$(git rev-parse HEAD) \
+         && c=$(printf 'tree %s\\nparent %s\\nauthor A <a@a> 1 +0000\\ncommitter A <a@a> 1 +0000\\ngpgsig -----BEGIN PGP SIGNATURE-----\\n \\n -----END PGP SIGNATURE-----\\n\\nsigned\\n' $tree $parent | git hash-object -w -t commit --stdin) \
+         && git reset -q --hard $c && git config log.showSignature true && git config gpg.program '{}'",
+        tool.display()
+    ));
+    let o = fx
+        .env
+        .lease()
+        .args(["retire", "--dry-run", &id])
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+    fx.assert_clean();
+    fx.remove(&id);
 }
