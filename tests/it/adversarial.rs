@@ -1835,3 +1835,124 @@ fn c15_show_signature_cannot_run_gpg_program() {
     fx.assert_clean();
     fx.remove(&id);
 }
+
+// ---- cases that only mean something for an ordinary user ----
+
+/// A whole scenario run as uid 65534 (`setpriv`) in a directory it owns,
+/// when we are root; as an ordinary user, run as ourselves.
+struct AsUser {
+    _tmp: tempfile::TempDir,
+    base: PathBuf,
+    drop: bool,
+}
+
+impl AsUser {
+    fn new() -> AsUser {
+        let tmp = tempfile::tempdir().unwrap();
+        let base = fs::canonicalize(tmp.path()).unwrap();
+        let drop = rustix::process::geteuid().is_root();
+        if drop {
+            std::os::unix::fs::chown(&base, Some(65534), Some(65534)).unwrap();
+        }
+        AsUser {
+            _tmp: tmp,
+            base,
+            drop,
+        }
+    }
+
+    /// Runs a shell script as the user, with a hermetic git and lease setup.
+    fn sh(&self, script: &str) -> Output {
+        let lease = env!("CARGO_BIN_EXE_lease");
+        let b = self.base.display();
+        let prelude = format!(
+            "export HOME='{b}' LEASE_HOME='{b}/state' LEASE_MIN_FREE=1M GIT_CONFIG_GLOBAL=/dev/null GIT_CONFIG_NOSYSTEM=1 \
+             GIT_AUTHOR_NAME=T GIT_AUTHOR_EMAIL=t@t GIT_COMMITTER_NAME=T GIT_COMMITTER_EMAIL=t@t L='{lease}'; cd '{b}'; "
+        );
+        let mut c = if self.drop {
+            let mut c = std::process::Command::new("setpriv"); // forbid: allow (drops privileges, runs no git itself)
+            c.args([
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                "--",
+                "sh",
+                "-c",
+            ]);
+            c
+        } else {
+            let mut c = std::process::Command::new("sh"); // forbid: allow (test shell)
+            c.arg("-c");
+            c
+        };
+        c.arg(format!("{prelude}{script}"))
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap())
+            .output()
+            .unwrap()
+    }
+
+    /// A repository with a bare remote and one leased, terminal worktree in
+    /// which `script` ran; returns the worktree path and id.
+    fn worktree(&self, script: &str) -> (String, String) {
+        let o = self.sh(&format!(
+            "git init -q --bare -b main remote.git && git init -q -b main repo && cd repo && echo hi > README \
+             && git add . && git commit -qm i && git remote add origin ../remote.git && git push -q origin main \
+             && git fetch -q origin && git remote set-head origin main \
+             && \"$L\" exec --keep -- sh -c '{script}' && W=$(\"$L\" list --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[0][\"worktree\"][\"path\"])') \
+             && \"$L\" exec --adopt \"$W\" -- true && echo \"$W\" && \"$L\" list --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[0][\"id\"])'"
+        ));
+        assert_code(&o, 0);
+        let text = stdout(&o);
+        let mut lines = text.lines().rev();
+        let id = lines.next().unwrap().to_string();
+        let wt = lines.next().unwrap().to_string();
+        (wt, id)
+    }
+}
+
+#[test]
+fn c5_unreadable_directory_is_uninventoriable_for_an_ordinary_user() {
+    let u = AsUser::new();
+    let (wt, id) = u.worktree("mkdir -p secret && echo s > secret/s && chmod 000 secret");
+    let before = u.sh(&format!("ls -laR '{wt}' 2>&1"));
+    let o = u.sh(&format!("\"$L\" retire --json {id}"));
+    assert_code(&o, 1);
+    assert!(
+        reasons(&o).contains(&"uninventoriable".to_string()),
+        "{}{}",
+        stdout(&o),
+        stderr(&o)
+    );
+    assert_eq!(
+        stdout(&u.sh(&format!("ls -laR '{wt}' 2>&1"))),
+        stdout(&before),
+        "nothing changed"
+    );
+    u.sh(&format!("chmod 755 '{wt}/secret' && rm -r '{wt}/secret'"));
+    assert_code(&u.sh(&format!("\"$L\" retire {id}")), 0);
+}
+
+#[test]
+fn c5_directory_lease_cannot_delete_from_is_not_writable() {
+    let u = AsUser::new();
+    let (wt, id) = u.worktree(
+        "mkdir -p ro && echo r > ro/r && git add ro && git commit -qm ro && chmod 555 ro",
+    );
+    let o = u.sh(&format!("\"$L\" retire --json {id}"));
+    assert_code(&o, 1);
+    assert_eq!(
+        reasons(&o),
+        ["not-writable"],
+        "{}{}",
+        stdout(&o),
+        stderr(&o)
+    );
+    assert!(
+        Path::new(&wt).join("ro/r").exists(),
+        "git was not allowed to half-delete it"
+    );
+    u.sh(&format!("chmod 755 '{wt}/ro'"));
+    assert_code(&u.sh(&format!("\"$L\" retire {id}")), 0);
+    assert!(!Path::new(&wt).exists());
+}
