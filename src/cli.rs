@@ -86,6 +86,9 @@ enum Cmd {
         /// Free-space watermark, bytes with a unit or a percentage (default 1G; $LEASE_MIN_FREE).
         #[arg(long, value_name = "SIZE")]
         min_free: Option<String>,
+        /// Output path (relative to the worktree top) that may be deleted: ignored files there do not hold the after-exit retire.
+        #[arg(long, value_name = "PATH")]
+        rebuildable: Vec<String>,
         /// Print the after-exit retire disposition as JSON on stderr.
         #[arg(long)]
         json: bool,
@@ -103,6 +106,9 @@ enum Cmd {
         /// Say what would happen; change nothing, take no lock.
         #[arg(long)]
         dry_run: bool,
+        /// Output path (relative to the worktree top, e.g. `target`) declared rebuildable: ignored files there do not hold and are deleted by lease (also `$LEASE_REBUILDABLE`, `:`-separated).
+        #[arg(long, value_name = "PATH")]
+        rebuildable: Vec<String>,
         /// Print the report as JSON.
         #[arg(long)]
         json: bool,
@@ -148,6 +154,7 @@ pub fn run() -> ExitCode {
             keep,
             owner,
             min_free,
+            rebuildable,
             json,
             command,
         } => {
@@ -160,6 +167,7 @@ pub fn run() -> ExitCode {
                     keep,
                     owner: owner.as_deref().map(Owner::parse).transpose()?,
                     min_free: min_free.as_deref().map(MinFree::parse).transpose()?,
+                    rebuildable: rebuildable_paths(&rebuildable)?,
                     command,
                 })
             })();
@@ -169,8 +177,11 @@ pub fn run() -> ExitCode {
             targets,
             all,
             dry_run,
+            rebuildable,
             json,
-        } => finish(retire(&targets, all, dry_run, json)),
+        } => finish(
+            rebuildable_paths(&rebuildable).and_then(|r| retire(&targets, all, dry_run, r, json)),
+        ),
         Cmd::List { json } => finish(list(json)),
         Cmd::Show { id, json } => finish(show(&id, json)),
     }
@@ -234,7 +245,36 @@ fn exec(req: Result<ExecRequest>, json: bool) -> ExitCode {
     }
 }
 
-fn retire(targets: &[String], all: bool, dry_run: bool, json: bool) -> Result<u8> {
+/// Validates declared rebuildable paths (flags, then `$LEASE_REBUILDABLE`):
+/// relative, normal (no `.`, `..` or `//`), stored without a trailing `/`.
+fn rebuildable_paths(flags: &[String]) -> Result<Vec<Vec<u8>>> {
+    let env = std::env::var("LEASE_REBUILDABLE").unwrap_or_default();
+    let mut out: Vec<Vec<u8>> = Vec::new();
+    for p in flags
+        .iter()
+        .map(String::as_str)
+        .chain(env.split(':').filter(|p| !p.is_empty()))
+    {
+        if p.starts_with('/') || !is_normal_path(p) {
+            return Err(Error::Usage(format!(
+                "rebuildable path `{p}` must be relative to the worktree top and normal (like `target`)"
+            )));
+        }
+        let p = p.trim_end_matches('/').as_bytes().to_vec();
+        if !out.contains(&p) {
+            out.push(p);
+        }
+    }
+    Ok(out)
+}
+
+fn retire(
+    targets: &[String],
+    all: bool,
+    dry_run: bool,
+    rebuildable: Vec<Vec<u8>>,
+    json: bool,
+) -> Result<u8> {
     if targets.is_empty() && !all {
         return Err(Error::Usage(
             "name a record id or worktree path, or pass --all".into(),
@@ -261,7 +301,7 @@ fn retire(targets: &[String], all: bool, dry_run: bool, json: bool) -> Result<u8
         path: git.path().to_string_lossy().into_owned(),
         version: git.version().to_string(),
     };
-    let engine = Engine::new(reg.clone(), git, dry_run);
+    let engine = Engine::new(reg.clone(), git, dry_run).with_rebuildable(rebuildable);
     let mut ids: Vec<Result<String, TargetReport>> = Vec::new();
     if all {
         for l in reg.scan()? {

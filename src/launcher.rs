@@ -109,6 +109,8 @@ pub struct ExecRequest {
     pub owner: Option<Owner>,
     /// `--min-free`, else `$LEASE_MIN_FREE`, else [`DEFAULT_MIN_FREE`].
     pub min_free: Option<MinFree>,
+    /// Declared rebuildable output paths for the after-exit retire.
+    pub rebuildable: Vec<Vec<u8>>,
     /// The command and its arguments, verbatim.
     pub command: Vec<OsString>,
 }
@@ -749,7 +751,11 @@ fn run(reg: &Registry, git: Git, p: Prepared, req: &ExecRequest) -> Result<ExecR
         Ok(r.state)
     })?;
     let retire = if p.created_now && !req.keep && state == State::Terminal {
-        Some(Engine::new(reg.clone(), git, false).retire(&p.id))
+        Some(
+            Engine::new(reg.clone(), git, false)
+                .with_rebuildable(req.rebuildable.clone())
+                .retire(&p.id),
+        )
     } else {
         None
     };

@@ -371,6 +371,30 @@ pub struct ContentEvidence {
     pub hidden: Vec<Vec<u8>>,
     /// Operations in progress found in the worktree's git dir (`MERGE_HEAD`, `rebase-merge`, ...).
     pub ops: Vec<String>,
+    /// Output paths the operator declared rebuildable (relative to the top,
+    /// normal, no trailing `/`): ignored entries at or below them do not hold.
+    pub rebuildable: Vec<Vec<u8>>,
+}
+
+impl ContentEvidence {
+    /// Returns the ignored entries that lie at or below a declared
+    /// rebuildable path (these lease deletes itself before removal).
+    pub fn rebuildable_ignored(&self) -> Vec<Vec<u8>> {
+        self.status
+            .iter()
+            .filter(|e| &e.xy == b"!!" && is_rebuildable(&e.path, &self.rebuildable))
+            .map(|e| e.path.strip_suffix(b"/").unwrap_or(&e.path).to_vec())
+            .collect()
+    }
+}
+
+/// Returns true if `path` (git's, maybe with a trailing `/` for a directory)
+/// equals a declared path or lies below it, by whole components.
+pub fn is_rebuildable(path: &[u8], declared: &[Vec<u8>]) -> bool {
+    let path = path.strip_suffix(b"/").unwrap_or(path);
+    declared
+        .iter()
+        .any(|d| path == d.as_slice() || (path.starts_with(d) && path.get(d.len()) == Some(&b'/')))
 }
 
 /// Gate 5: no tracked change, untracked file, ignored file, hidden index edit
@@ -383,6 +407,7 @@ pub fn gate_content(ev: &ContentEvidence) -> Result<(), Vec<Hold>> {
         let path = crate::report::lossless(&e.path);
         match &e.xy {
             b"??" => untracked.push(path),
+            b"!!" if is_rebuildable(&e.path, &ev.rebuildable) => {}
             b"!!" => ignored.push(path),
             _ => dirty.push(path),
         }
@@ -731,6 +756,7 @@ mod tests {
             ],
             hidden: vec![b"c".to_vec()],
             ops: vec!["MERGE_HEAD".into()],
+            rebuildable: vec![],
         };
         let reasons: Vec<_> = gate_content(&ev)
             .unwrap_err()
@@ -841,5 +867,34 @@ mod tests {
             Ok(()),
             "others cannot be inside a 0700 tree"
         );
+    }
+
+    #[test]
+    fn rebuildable_outputs_are_exact_paths() {
+        let d = vec![b"target".to_vec(), b"web/dist".to_vec()];
+        assert!(is_rebuildable(b"target/", &d));
+        assert!(is_rebuildable(b"target/debug/app", &d));
+        assert!(is_rebuildable(b"web/dist/", &d));
+        assert!(!is_rebuildable(b"targets/", &d), "whole components only");
+        assert!(!is_rebuildable(b"web/", &d), "a parent is not declared");
+        assert!(!is_rebuildable(b".env", &d));
+        let ev = ContentEvidence {
+            status: vec![
+                StatusEntry {
+                    xy: *b"!!",
+                    path: b"target/".to_vec(),
+                },
+                StatusEntry {
+                    xy: *b"!!",
+                    path: b".env".to_vec(),
+                },
+            ],
+            rebuildable: d,
+            ..ContentEvidence::default()
+        };
+        assert_eq!(ev.rebuildable_ignored(), vec![b"target".to_vec()]);
+        let holds = gate_content(&ev).unwrap_err();
+        assert_eq!(holds.len(), 1);
+        assert!(holds[0].detail.contains(".env") && !holds[0].detail.contains("target"));
     }
 }

@@ -51,6 +51,8 @@ pub struct Engine {
     reg: Registry,
     git: Git,
     dry_run: bool,
+    /// Declared rebuildable output paths (relative to each worktree's top).
+    rebuildable: Vec<Vec<u8>>,
 }
 
 /// Everything the later gates need once gates 1 to 3 passed.
@@ -67,13 +69,28 @@ struct Held<'a> {
     bundle: Option<fs::File>,
     /// What the walk found; its byte count goes into the tombstone.
     inventory: plan::Inventory,
+    /// Ignored entries inside declared rebuildable output, deleted at gate 8.
+    rebuildable: Vec<Vec<u8>>,
     _reg: &'a Registry,
 }
 
 impl Engine {
     /// An engine over `reg`; with `dry_run` it decides but changes nothing.
     pub fn new(reg: Registry, git: Git, dry_run: bool) -> Engine {
-        Engine { reg, git, dry_run }
+        Engine {
+            reg,
+            git,
+            dry_run,
+            rebuildable: Vec::new(),
+        }
+    }
+
+    /// Declares output paths (relative to a worktree's top, normal) that are
+    /// rebuildable: ignored entries at or below them do not hold, and lease
+    /// deletes them itself, descriptor-relative, right before removal.
+    pub fn with_rebuildable(mut self, paths: Vec<Vec<u8>>) -> Engine {
+        self.rebuildable = paths;
+        self
     }
 
     /// The registry.
@@ -162,6 +179,17 @@ impl Engine {
         report.unique_commits = reach.unique.len() as u64;
         if self.dry_run {
             report.disposition = Disposition::WouldRemove;
+            if !held.rebuildable.is_empty() {
+                let paths: Vec<String> = held
+                    .rebuildable
+                    .iter()
+                    .map(|p| crate::report::lossless(p))
+                    .collect();
+                report.detail.push(format!(
+                    "would delete rebuildable output: {}",
+                    paths.join(", ")
+                ));
+            }
             report.detail.push(if reach.unique.is_empty() {
                 "every commit is durable; would remove".to_string()
             } else {
@@ -314,6 +342,7 @@ impl Engine {
             top,
             bundle: None,
             inventory: plan::Inventory::default(),
+            rebuildable: Vec::new(),
             _reg: &self.reg,
         }))
     }
@@ -399,6 +428,7 @@ impl Engine {
             return Ok(Err(holds));
         }
         let content = self.probe_content(&held.rg, &held.wt, &held.admin)?;
+        held.rebuildable = content.rebuildable_ignored();
         Ok(plan::gate_content(&content))
     }
 
@@ -467,6 +497,7 @@ impl Engine {
             status: git::parse_status(&status),
             hidden,
             ops,
+            rebuildable: self.rebuildable.clone(),
         })
     }
 
@@ -866,6 +897,12 @@ impl Engine {
                 None => Ok(()),
             }
         });
+        let again = again.and_then(|()| {
+            // Declared rebuildable output goes first, by lease itself.
+            held.rebuildable
+                .iter()
+                .try_for_each(|p| crate::safety::remove_beneath(&held.top, p))
+        });
         if let Err(h) = again {
             self.reg.update(&id, |r| r.set_state(State::Terminal))?;
             return Ok(Err(vec![h]));
@@ -910,6 +947,7 @@ impl Engine {
                 "head": reach.head,
                 "durable": reach.durable.as_ref().map(|(r, o)| serde_json::json!({"ref": r, "oid": o})),
                 "unique_commits": reach.unique.len(),
+                "rebuildable_deleted": held.rebuildable.iter().map(|p| crate::report::lossless(p)).collect::<Vec<_>>(),
                 "archive": held.rec.archive.as_ref().map(|a| a.location.clone()),
                 "git": {"path": self.git.path().to_string_lossy(), "version": self.git.version()},
             }),

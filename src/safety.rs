@@ -247,6 +247,86 @@ pub fn inventory(top: &OwnedFd) -> Inventory {
     inv
 }
 
+/// Deletes `rel` (a file, a symlink, or a directory tree) below the
+/// worktree's top descriptor. Its parent is resolved with
+/// `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_XDEV)`, every
+/// entry is removed with `unlinkat` relative to its own directory's
+/// descriptor, a symlink is unlinked and never followed, and a directory on
+/// another mount is refused (CVE-2022-21658: a path-based recursive delete
+/// can be turned on another tree). Used only for declared rebuildable output.
+pub fn remove_beneath(top: &OwnedFd, rel: &[u8]) -> Result<(), Hold> {
+    let fail = |what: String| {
+        Hold::new(
+            HoldReason::NotWritable,
+            format!(
+                "cannot delete rebuildable `{}`: {what}",
+                crate::report::lossless(rel)
+            ),
+        )
+    };
+    let (parent_rel, name) = match rel.iter().rposition(|&b| b == b'/') {
+        Some(i) => (&rel[..i], &rel[i + 1..]),
+        None => (&b""[..], rel),
+    };
+    if name.is_empty() || name == b"." || name == b".." {
+        return Err(fail("not a normal path".into()));
+    }
+    let dir_flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let parent = if parent_rel.is_empty() {
+        top.try_clone().map_err(|e| fail(e.to_string()))?
+    } else {
+        let how = ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_XDEV;
+        rustix::fs::openat2(
+            top,
+            OsStr::from_bytes(parent_rel),
+            dir_flags,
+            Mode::empty(),
+            how,
+        )
+        .map_err(|e| fail(e.to_string()))?
+    };
+    let mnt = |fd: &OwnedFd, name: &OsStr, flags: AtFlags| {
+        rustix::fs::statx(
+            fd,
+            name,
+            flags | AtFlags::SYMLINK_NOFOLLOW,
+            StatxFlags::TYPE | StatxFlags::MNT_ID,
+        )
+    };
+    let top_mnt = mnt(top, OsStr::new(""), AtFlags::EMPTY_PATH)
+        .map_err(|e| fail(e.to_string()))?
+        .stx_mnt_id;
+    remove_entry(&parent, OsStr::from_bytes(name), top_mnt).map_err(fail)
+}
+
+fn remove_entry(dir: &OwnedFd, name: &OsStr, top_mnt: u64) -> Result<(), String> {
+    let st = rustix::fs::statx(
+        dir,
+        name,
+        AtFlags::SYMLINK_NOFOLLOW,
+        StatxFlags::TYPE | StatxFlags::MNT_ID,
+    )
+    .map_err(|e| e.to_string())?;
+    if st.stx_mnt_id != top_mnt {
+        return Err(format!("`{}` is on another mount", name.to_string_lossy()));
+    }
+    if u32::from(st.stx_mode) & libc::S_IFMT != libc::S_IFDIR {
+        return rustix::fs::unlinkat(dir, name, AtFlags::empty()).map_err(|e| e.to_string());
+    }
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let sub = rustix::fs::openat(dir, name, flags, Mode::empty()).map_err(|e| e.to_string())?;
+    let names: Vec<std::ffi::CString> = rustix::fs::Dir::read_from(&sub)
+        .map_err(|e| e.to_string())?
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_owned())
+        .filter(|n| n.as_bytes() != b"." && n.as_bytes() != b"..")
+        .collect();
+    for n in names {
+        remove_entry(&sub, OsStr::from_bytes(n.as_bytes()), top_mnt)?;
+    }
+    rustix::fs::unlinkat(dir, name, AtFlags::REMOVEDIR).map_err(|e| e.to_string())
+}
+
 /// Returns true if and only if users other than us can reach `path`: every
 /// ancestor grants search permission to others (or to a group).
 pub fn traversable_by_others(path: &Path) -> bool {
@@ -335,5 +415,30 @@ mod tests {
                 .reason,
             HoldReason::RootIdentity
         );
+    }
+
+    #[test]
+    fn remove_beneath_unlinks_links_and_stays_inside() {
+        let t = tempfile::tempdir().unwrap();
+        let base = fs::canonicalize(t.path()).unwrap();
+        let top = base.join("top");
+        let outside = base.join("outside");
+        fs::create_dir_all(top.join("target/debug")).unwrap();
+        fs::create_dir_all(&outside).unwrap();
+        fs::write(outside.join("precious"), "keep").unwrap();
+        fs::write(top.join("target/debug/app"), "bin").unwrap();
+        std::os::unix::fs::symlink(&outside, top.join("target/link")).unwrap();
+        std::os::unix::fs::symlink(&outside, top.join("out")).unwrap();
+        let fd = rustix::fs::open(&top, OFlags::RDONLY | OFlags::DIRECTORY, Mode::empty()).unwrap();
+        remove_beneath(&fd, b"target").unwrap();
+        assert!(!top.join("target").exists());
+        assert_eq!(
+            fs::read_to_string(outside.join("precious")).unwrap(),
+            "keep"
+        );
+        // A path through a symlink is refused, not followed.
+        assert!(remove_beneath(&fd, b"out/precious").is_err());
+        assert!(outside.join("precious").exists());
+        assert!(remove_beneath(&fd, b"..").is_err());
     }
 }

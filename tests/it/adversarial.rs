@@ -1956,3 +1956,73 @@ fn c5_directory_lease_cannot_delete_from_is_not_writable() {
     assert_code(&u.sh(&format!("\"$L\" retire {id}")), 0);
     assert!(!Path::new(&wt).exists());
 }
+
+#[test]
+fn c3_declared_rebuildable_output_is_deleted_by_lease_and_nothing_else() {
+    let fx = Fx::new();
+    let canary = fx.canary.display().to_string();
+    let (id, wt) = fx.worktree(&format!(
+        "mkdir -p target/debug && echo bin > target/debug/app && ln -s '{canary}' target/escape && echo S=1 > .env"
+    ));
+    // Declared output no longer holds, but other ignored files still do.
+    let snap = Snapshot::take(&fx.env, &fx.repo, &id);
+    let o = fx
+        .env
+        .lease()
+        .args(["retire", "--json", "--rebuildable", "target", &id])
+        .output()
+        .unwrap();
+    assert_code(&o, 1);
+    assert_eq!(reasons(&o), ["ignored"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let detail = v["targets"][0]["detail"][0].as_str().unwrap();
+    assert!(
+        detail.contains(".env") && !detail.contains("target"),
+        "{detail}"
+    );
+    snap.assert_held_unchanged(&fx.env, &fx.repo, "ignored");
+    fs::remove_file(wt.join(".env")).unwrap();
+    for bad in ["/abs", "../up", "target/../x"] {
+        assert_code(
+            &fx.env
+                .lease()
+                .args(["retire", "--rebuildable", bad, &id])
+                .output()
+                .unwrap(),
+            2,
+        );
+    }
+    let o = fx
+        .env
+        .lease()
+        .args([
+            "retire",
+            "--dry-run",
+            "--json",
+            "--rebuildable",
+            "target/",
+            &id,
+        ])
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+    assert!(
+        stdout(&o).contains("would delete rebuildable output: target"),
+        "{}",
+        stdout(&o)
+    );
+    let o = fx
+        .env
+        .lease()
+        .env("LEASE_REBUILDABLE", "target")
+        .args(["retire", "--json", &id])
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+    let rec = fx.env.record_of(&id);
+    assert_eq!(
+        rec["tombstone"]["evidence"]["rebuildable_deleted"],
+        serde_json::json!(["target"])
+    );
+    fx.assert_clean();
+}
