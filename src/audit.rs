@@ -78,6 +78,7 @@ impl Audit {
         };
         let mut bytes = serde_json::to_vec(&line).expect("an audit line serializes");
         bytes.push(b'\n');
+        crate::fault::write().at_do("cannot write", &self.path)?;
         f.write_all(&bytes).at_do("cannot write", &self.path)?;
         f.sync_all().at_do("cannot fsync", &self.path)
     }

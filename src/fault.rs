@@ -8,6 +8,9 @@
 //! - `LEASE_FI_CRASH=<step>`: the process kills itself with SIGKILL at `step`.
 //! - `LEASE_FI_PAUSE=<step>` with `LEASE_FI_DIR=<dir>`: at `step` lease creates
 //!   `<dir>/paused-<step>` and waits until `<dir>/resume-<step>` exists.
+//! - `LEASE_FI_FAIL_WRITE=<n>`: the n-th durable write of the process (a
+//!   record or an audit line) fails with `ENOSPC`.
+//! - `LEASE_FI_LOCK_ERROR=1`: the retirer's flock fails (`lease.rs`).
 
 /// Marks a named step; see the module docs.
 #[cfg(feature = "fault-injection")]
@@ -29,6 +32,29 @@ pub fn point(step: &str) {
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
     }
+}
+
+/// Counts a durable write; fails it with `ENOSPC` when it is the one
+/// `LEASE_FI_FAIL_WRITE` names.
+#[cfg(feature = "fault-injection")]
+pub fn write() -> std::io::Result<()> {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static WRITES: AtomicU64 = AtomicU64::new(0);
+    let n = WRITES.fetch_add(1, Ordering::SeqCst) + 1;
+    let fail = std::env::var("LEASE_FI_FAIL_WRITE")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok());
+    if fail == Some(n) {
+        return Err(std::io::Error::from_raw_os_error(libc::ENOSPC));
+    }
+    Ok(())
+}
+
+/// Counts a durable write; without the `fault-injection` feature it does nothing.
+#[cfg(not(feature = "fault-injection"))]
+#[inline(always)]
+pub fn write() -> std::io::Result<()> {
+    Ok(())
 }
 
 /// Marks a named step; without the `fault-injection` feature it does nothing.

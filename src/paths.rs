@@ -161,7 +161,30 @@ pub fn check_private_dir(path: &Path, canonical: bool) -> Result<()> {
             "reached through a symlink or `..`; use its physical path".into(),
         ));
     }
+    if canonical {
+        for a in path.ancestors().skip(1) {
+            let m = fs::symlink_metadata(a).at(a)?;
+            if !is_safe_ancestor(m.uid(), m.mode()) {
+                return Err(unsafe_dir(format!(
+                    "its ancestor `{}` (uid {}, mode {:o}) lets others rename it away",
+                    a.display(),
+                    m.uid(),
+                    m.mode() & 0o7777
+                )));
+            }
+        }
+    }
     Ok(())
+}
+
+/// Returns true if an ancestor directory cannot be used by another user to
+/// move our directory away: owned by root or us, and not writable by group
+/// or others unless sticky (`/tmp`'s 1777: only owners may rename there).
+fn is_safe_ancestor(uid: u32, mode: u32) -> bool {
+    let owner_ok = uid == 0 || uid == crate::sys::euid();
+    let writable_by_others = mode & 0o022 != 0;
+    let sticky = mode & 0o1000 != 0;
+    owner_ok && (!writable_by_others || sticky)
 }
 
 /// Refuses a state root on a network filesystem, where flock is not host-local.
@@ -194,18 +217,28 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
         .map(|n| n.to_string_lossy())
         .unwrap_or_default();
     let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
-    let mut f = fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(&tmp)
-        .at_do("cannot create", &tmp)?;
-    f.write_all(bytes).at_do("cannot write", &tmp)?;
-    f.sync_all().at_do("cannot fsync", &tmp)?;
-    drop(f);
-    fs::rename(&tmp, path).at_do("cannot rename into", path)?;
+    let written = (|| {
+        let mut f = fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&tmp)
+            .at_do("cannot create", &tmp)?;
+        crate::fault::write().at_do("cannot write", &tmp)?;
+        f.write_all(bytes).at_do("cannot write", &tmp)?;
+        // A failed fsync ends the attempt: the page may be gone, and retrying
+        // can report success for data that never reached the disk
+        // (PostgreSQL's "fsyncgate"), so there is no retry.
+        f.sync_all().at_do("cannot fsync", &tmp)?;
+        drop(f);
+        fs::rename(&tmp, path).at_do("cannot rename into", path)
+    })();
+    if written.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    written?;
     sync_dir(dir)
 }
 
@@ -295,5 +328,14 @@ mod tests {
             1,
             "no temp file left"
         );
+    }
+
+    #[test]
+    fn ancestors() {
+        assert!(is_safe_ancestor(0, 0o40755));
+        assert!(is_safe_ancestor(0, 0o41777), "sticky /tmp");
+        assert!(!is_safe_ancestor(0, 0o40777), "world-writable, not sticky");
+        assert!(!is_safe_ancestor(0, 0o40775), "group-writable");
+        assert!(!is_safe_ancestor(4242, 0o40755), "someone else's");
     }
 }

@@ -2026,3 +2026,83 @@ fn c3_declared_rebuildable_output_is_deleted_by_lease_and_nothing_else() {
     );
     fx.assert_clean();
 }
+
+#[test]
+fn d5_enospc_at_the_nth_write_never_costs_an_invariant() {
+    // The SQLite loop: fail the n-th durable write of a retire, for n = 1, 2,
+    // ... until a run completes without reaching the fault.
+    let mut reached_ok = false;
+    for n in 1..=16 {
+        let fx = Fx::new();
+        let (id, wt) =
+            fx.worktree("git checkout -q --detach && echo a > a && git add a && git commit -qm a");
+        let before = manifest(&wt);
+        let o = fx
+            .env
+            .lease()
+            .env("LEASE_FI_FAIL_WRITE", n.to_string())
+            .args(["retire", "--json", &id])
+            .output()
+            .unwrap();
+        let rec = fx.env.record_of(&id);
+        let state = rec["state"].as_str().unwrap().to_string();
+        let leftovers: Vec<_> = fs::read_dir(fx.env.state.join("records"))
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().contains(".tmp-"))
+            .collect();
+        assert!(
+            leftovers.is_empty(),
+            "n={n}: temp files left: {leftovers:?}"
+        );
+        assert_code(
+            &fx.env.lease().args(["list", "--json"]).output().unwrap(),
+            0,
+        );
+        assert!(
+            crate::support::audit_chain_ok(&fx.env),
+            "n={n}: audit chain"
+        );
+        match o.status.code() {
+            Some(0) => {
+                assert_eq!(state, "removed", "n={n}");
+                reached_ok = true;
+                break;
+            }
+            Some(1 | 3) => match state.as_str() {
+                // Refused before removal: the tree is intact.
+                "terminal" | "interrupted" => assert_eq!(manifest(&wt), before, "n={n}"),
+                // After removal began: the archive is verified and recorded.
+                "retiring" => assert!(rec["archive"]["sha256"].is_string(), "n={n}: {rec:#}"),
+                // The record was written, a later audit line was not: true.
+                "removed" => assert!(!wt.exists(), "n={n}: removed but present"),
+                other => panic!("n={n}: illegal state {other} after a failed write"),
+            },
+            other => panic!("n={n}: exit {other:?}: {}", stderr(&o)),
+        }
+        fx.assert_clean();
+    }
+    assert!(reached_ok, "some n past the last write must succeed");
+}
+
+#[test]
+fn a7_state_root_under_a_group_writable_parent() {
+    let fx = Fx::new();
+    let parent = fx.env.root.join("shared");
+    fs::create_dir(&parent).unwrap();
+    fs::set_permissions(&parent, fs::Permissions::from_mode(0o775)).unwrap();
+    let o = fx
+        .env
+        .lease()
+        .current_dir(&fx.repo)
+        .env("LEASE_HOME", parent.join("state"))
+        .args(["exec", "--", "true"])
+        .output()
+        .unwrap();
+    assert_code(&o, 125);
+    assert!(stderr(&o).contains("lease-dir-unsafe"), "{}", stderr(&o));
+    assert!(
+        !parent.join("state/records").exists(),
+        "nothing created below it"
+    );
+}

@@ -401,3 +401,24 @@ pub(crate) fn reasons(o: &Output) -> Vec<String> {
         .map(|r| r.as_str().unwrap().to_string())
         .collect()
 }
+
+/// True if the audit log's hash chain is intact: each line's `prev` is the
+/// sha256 of the line before (the first's is 64 zeros).
+pub(crate) fn audit_chain_ok(env: &TestEnv) -> bool {
+    let text = fs::read(env.state.join("audit.jsonl")).unwrap_or_default();
+    let mut prev = "0".repeat(64);
+    for line in text.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+        let v: serde_json::Value = match serde_json::from_slice(line) {
+            Ok(v) => v,
+            Err(_) => return false,
+        };
+        if v["prev"].as_str() != Some(prev.as_str()) {
+            return false;
+        }
+        prev = sha2::Sha256::digest(line)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+    }
+    true
+}
