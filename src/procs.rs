@@ -24,22 +24,12 @@ use crate::plan::ProcEvidence;
 pub fn holders(id: (u64, u64)) -> (Vec<u32>, usize) {
     let mut pids = Vec::new();
     let mut unreadable = 0;
-    let Ok(dir) = fs::read_dir("/proc") else {
+    let Some(procs) = other_processes() else {
         return (pids, 1);
     };
-    for entry in dir.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        if pid == std::process::id() {
-            continue;
-        }
-        let Ok(fds) = fs::read_dir(entry.path().join("fd")) else {
-            unreadable += usize::from(entry.path().exists());
+    for (pid, base) in procs {
+        let Ok(fds) = fs::read_dir(base.join("fd")) else {
+            unreadable += usize::from(base.exists());
             continue;
         };
         let holds = fds.flatten().any(|fd| {
@@ -52,6 +42,17 @@ pub fn holders(id: (u64, u64)) -> (Vec<u32>, usize) {
     }
     pids.sort_unstable();
     (pids, unreadable)
+}
+
+/// Returns the pid and `/proc/<pid>` of every process but this one, or
+/// `None` if `/proc` cannot be listed.
+fn other_processes() -> Option<impl Iterator<Item = (u32, std::path::PathBuf)>> {
+    let me = std::process::id();
+    let dir = fs::read_dir("/proc").ok()?;
+    Some(dir.flatten().filter_map(move |e| {
+        let pid = e.file_name().to_str()?.parse::<u32>().ok()?;
+        (pid != me).then(|| (pid, e.path()))
+    }))
 }
 
 /// Returns true if `/proc/locks` shows an exclusive (WRITE) flock on the
@@ -84,23 +85,12 @@ pub fn audit(wt: &Path, lease: Option<(u64, u64)>, strict: bool) -> ProcEvidence
         strict,
         ..ProcEvidence::default()
     };
-    let Ok(dir) = fs::read_dir("/proc") else {
+    let Some(procs) = other_processes() else {
         ev.unaudited = usize::MAX;
         return ev;
     };
     let inside = |p: &Path| p.starts_with(wt);
-    for entry in dir.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        if pid == std::process::id() {
-            continue;
-        }
-        let base = entry.path();
+    for (pid, base) in procs {
         let mut how: Vec<String> = Vec::new();
         let mut denied = false;
         for link in ["cwd", "root"] {

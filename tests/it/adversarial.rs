@@ -232,10 +232,7 @@ fn p2_detached_head_with_unique_commits_is_archived_and_retires() {
 fn p3_lease_freed_after_its_holder_exits_retires() {
     let fx = Fx::new();
     let ready = fx.env.file("ready");
-    let script = format!(
-        "setsid sh -c 'echo $$ > {}; exec sleep 600' </dev/null >/dev/null 2>&1 &",
-        ready.display()
-    );
+    let script = daemon_script(&ready);
     let (id, _) = fx.worktree(&script);
     let holder = read_pid(&ready);
     let guard = KillOnDrop(holder);
@@ -252,7 +249,7 @@ fn p3_lease_freed_after_its_holder_exits_retires() {
 fn a1_supervisor_sigkill_child_alive_and_pid_reuse() {
     let fx = Fx::new();
     let ready = fx.env.file("ready");
-    let script = format!("echo $$ > {}; exec sleep 600", ready.display());
+    let script = holder_script(&ready);
     let bg = fx.env.spawn_lease(&[
         "exec",
         "--repo",
@@ -283,10 +280,7 @@ fn a1_supervisor_sigkill_child_alive_and_pid_reuse() {
 fn a2_grandchild_daemonizes_with_the_inherited_fd() {
     let fx = Fx::new();
     let ready = fx.env.file("ready");
-    let (id, _) = fx.worktree(&format!(
-        "setsid sh -c 'echo $$ > {}; exec sleep 600' </dev/null >/dev/null 2>&1 &",
-        ready.display()
-    ));
+    let (id, _) = fx.worktree(&daemon_script(&ready));
     let _g = KillOnDrop(read_pid(&ready));
     assert_eq!(
         fx.env.record_of(&id)["state"],

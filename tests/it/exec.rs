@@ -35,7 +35,7 @@ fn command_gets_one_locked_descriptor_and_the_environment() {
     let ready = env.file("ready");
     // Inspected from outside once it has exec'd sleep, so no shell internals
     // are in the way.
-    let script = format!("echo $$ > {}; exec sleep 600", ready.display());
+    let script = holder_script(&ready);
     let bg = env.spawn_lease(&[
         "exec",
         "--keep",

@@ -12,7 +12,7 @@ fn list_and_show_report_records_and_holders() {
     assert_code(&o, 0);
     assert!(stdout(&o).contains("no records"));
     let ready = env.file("ready");
-    let script = format!("echo $$ > {}; exec sleep 600", ready.display());
+    let script = holder_script(&ready);
     let bg = env.spawn_lease(&[
         "exec",
         "--repo",

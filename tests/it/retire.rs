@@ -128,7 +128,7 @@ fn launcher_sigkilled_while_the_command_runs_holds_until_the_command_exits() {
     let env = TestEnv::new();
     let repo = env.repo();
     let ready = env.file("ready");
-    let script = format!("echo $$ > {}; exec sleep 600", ready.display());
+    let script = holder_script(&ready);
     let bg = env.spawn_lease(&[
         "exec",
         "--repo",
@@ -180,16 +180,8 @@ fn daemonized_grandchild_keeps_the_lease_after_the_command_exits() {
     let env = TestEnv::new();
     let repo = env.repo();
     let ready = env.file("ready");
-    let script = format!(
-        "setsid sh -c 'echo $$ > {}; exec sleep 600' </dev/null >/dev/null 2>&1 &",
-        ready.display()
-    );
-    let o = env
-        .lease()
-        .current_dir(&repo)
-        .args(["exec", "--", "sh", "-c", &script])
-        .output()
-        .unwrap();
+    let script = daemon_script(&ready);
+    let o = env.exec_sh(&repo, &script);
     let daemon = read_pid(&ready);
     let _guard = KillOnDrop(daemon);
     assert_code(&o, 0);
@@ -521,16 +513,8 @@ fn dry_run_sees_holders_without_locking() {
     let env = TestEnv::new();
     let repo = env.repo();
     let ready = env.file("ready");
-    let script = format!(
-        "setsid sh -c 'echo $$ > {}; exec sleep 600' </dev/null >/dev/null 2>&1 &",
-        ready.display()
-    );
-    let o = env
-        .lease()
-        .current_dir(&repo)
-        .args(["exec", "--", "sh", "-c", &script])
-        .output()
-        .unwrap();
+    let script = daemon_script(&ready);
+    let o = env.exec_sh(&repo, &script);
     let daemon = read_pid(&ready);
     let _guard = KillOnDrop(daemon);
     assert_code(&o, 0);

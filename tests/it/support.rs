@@ -169,6 +169,15 @@ impl TestEnv {
         self.root.join(name)
     }
 
+    /// Runs `lease exec -- sh -c SCRIPT` in `repo` and returns its output.
+    pub(crate) fn exec_sh(&self, repo: &Path, script: &str) -> Output {
+        self.lease()
+            .current_dir(repo)
+            .args(["exec", "--", "sh", "-c", script])
+            .output()
+            .unwrap()
+    }
+
     /// Starts `lease` in the background in its own process group (killed on drop).
     pub(crate) fn spawn_lease(&self, args: &[&str]) -> Bg {
         let mut c = self.lease();
@@ -421,4 +430,20 @@ pub(crate) fn audit_chain_ok(env: &TestEnv) -> bool {
             .collect();
     }
     true
+}
+
+/// A command script that writes its pid to `ready`, then becomes `sleep 600`
+/// holding the inherited lease.
+pub(crate) fn holder_script(ready: &Path) -> String {
+    format!("echo $$ > {}; exec sleep 600", ready.display())
+}
+
+/// A command script that daemonizes a grandchild (new session, stdio
+/// closed, the lease descriptor inherited) which writes its pid to `ready`
+/// and sleeps, then exits at once.
+pub(crate) fn daemon_script(ready: &Path) -> String {
+    format!(
+        "setsid sh -c 'echo $$ > {}; exec sleep 600' </dev/null >/dev/null 2>&1 &",
+        ready.display()
+    )
 }
