@@ -104,6 +104,34 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
+    /// Keep a worktree for a named owner (the record becomes retained).
+    ///
+    /// On an active record the hold is recorded now and takes effect when
+    /// the record turns terminal.
+    Hold {
+        /// Record id or unique prefix.
+        id: String,
+        /// Why it is kept.
+        #[arg(long, value_name = "R")]
+        reason: String,
+        /// Who keeps it, as KIND:NAME (default: $LEASE_OWNER, else manual:USER).
+        #[arg(long, value_name = "KIND:NAME")]
+        owner: Option<String>,
+        /// Until when: RFC 3339 or a span such as 7d or 12h (default: no expiry).
+        #[arg(long, value_name = "WHEN")]
+        until: Option<String>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Let a retained worktree be retired again (retained -> terminal).
+    Release {
+        /// Record id or unique prefix.
+        id: String,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// Parses the arguments, runs the command, and returns the exit code.
@@ -156,6 +184,14 @@ pub fn run() -> ExitCode {
         } => finish(retire(&targets, all, dry_run, json)),
         Cmd::List { json } => finish(list(json)),
         Cmd::Show { id, json } => finish(show(&id, json)),
+        Cmd::Hold {
+            id,
+            reason,
+            owner,
+            until,
+            json,
+        } => finish(hold(&id, reason, owner.as_deref(), until.as_deref(), json)),
+        Cmd::Release { id, json } => finish(release(&id, json)),
     }
 }
 
@@ -514,4 +550,84 @@ fn show(id: &str, json: bool) -> Result<u8> {
         );
     }
     Ok(exit::OK)
+}
+
+/// Opens the state root for a command that changes one existing record:
+/// a usage error (nothing created) when there is none yet.
+fn root_for_record(id: &str) -> Result<Registry> {
+    if StateRoot::open_existing()?.is_none() {
+        return Err(Error::Usage(format!("no record matches `{id}`")));
+    }
+    Ok(Registry::new(StateRoot::open_or_create()?))
+}
+
+fn hold(
+    id: &str,
+    reason: String,
+    owner: Option<&str>,
+    until: Option<&str>,
+    json: bool,
+) -> Result<u8> {
+    let req = crate::hold::HoldRequest {
+        id: id.to_string(),
+        reason,
+        owner: owner.map(Owner::parse).transpose()?,
+        until: until
+            .map(|u| crate::hold::parse_until(u, std::time::SystemTime::now()))
+            .transpose()?,
+    };
+    let reg = root_for_record(id)?;
+    let r = crate::hold::hold(&reg, &req)?;
+    print_hold(&r, json);
+    Ok(exit::OK)
+}
+
+fn release(id: &str, json: bool) -> Result<u8> {
+    let reg = root_for_record(id)?;
+    let r = crate::hold::release(&reg, id)?;
+    print_hold(&r, json);
+    Ok(exit::OK)
+}
+
+fn print_hold(r: &crate::hold::HoldReport, json: bool) {
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(r).expect("a report serializes")
+        );
+        return;
+    }
+    for line in render_hold(r) {
+        println!("{line}");
+    }
+}
+
+fn render_hold(r: &crate::hold::HoldReport) -> Vec<String> {
+    let what = r.worktree.as_deref().unwrap_or("-");
+    let id = &r.id[..12.min(r.id.len())];
+    let states = if r.from == r.state {
+        r.state.name().to_string()
+    } else {
+        format!("{} -> {}", r.from.name(), r.state.name())
+    };
+    match &r.retention {
+        Some(t) => {
+            let until = t
+                .until
+                .as_deref()
+                .map(|u| format!(" until {u}"))
+                .unwrap_or_default();
+            let mut out = vec![format!(
+                "held `{what}` ({id}) for {}:{} ({}){until}: {states}",
+                t.owner.kind, t.owner.name, t.reason
+            )];
+            if r.pending {
+                out.push(
+                    "  the record is not terminal yet: the hold takes effect when it is".into(),
+                );
+            }
+            out
+        }
+        None => vec![format!("released `{what}` ({id}): {states}")],
+    }
 }

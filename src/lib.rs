@@ -19,16 +19,18 @@
 //! 7. Nothing is forgotten: registry, audit log and tombstones.
 //!
 //! # Modules
-//! `cli` (the only one that prints) -> `launcher` (exec) and `retire` (the
-//! engine) -> `plan` (pure gate decisions) over probes in `git`, `lease`,
-//! `safety`, `procs`; state in `registry`, `audit`, `paths`; raw OS calls in
-//! `sys`; test-only fault points in `fault`.
+//! `cli` (the only one that prints) -> `launcher` (exec), `retire` (the
+//! engine), `hold` (retention by a named owner) ->
+//! `plan` (pure gate decisions) over probes in `git`, `lease`, `safety`,
+//! `procs`; state in `registry`, `audit`, `paths`; raw OS calls in `sys`;
+//! test-only fault points in `fault`.
 
 pub mod audit;
 pub mod cli;
 pub mod error;
 pub mod fault;
 pub mod git;
+pub mod hold;
 pub mod launcher;
 pub mod lease;
 pub mod paths;
