@@ -132,6 +132,19 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
+    /// Reconcile: finish what crashes left half-done, retire candidates,
+    /// report orphans. A dry run unless --apply.
+    Reap {
+        /// Say what would happen; change nothing (the default).
+        #[arg(long, conflicts_with = "apply")]
+        dry_run: bool,
+        /// Act: finish, retire and persist orphans.
+        #[arg(long)]
+        apply: bool,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// Parses the arguments, runs the command, and returns the exit code.
@@ -192,6 +205,11 @@ pub fn run() -> ExitCode {
             json,
         } => finish(hold(&id, reason, owner.as_deref(), until.as_deref(), json)),
         Cmd::Release { id, json } => finish(release(&id, json)),
+        Cmd::Reap {
+            dry_run: _,
+            apply,
+            json,
+        } => finish(reap(apply, json)),
     }
 }
 
@@ -630,4 +648,132 @@ fn render_hold(r: &crate::hold::HoldReport) -> Vec<String> {
         }
         None => vec![format!("released `{what}` ({id}): {states}")],
     }
+}
+
+fn reap(apply: bool, json: bool) -> Result<u8> {
+    use crate::reap::ReapReport;
+    let git = Git::resolve()?;
+    let root = if apply {
+        Some(StateRoot::open_or_create()?)
+    } else {
+        StateRoot::open_existing()?
+    };
+    let report = match &root {
+        None => ReapReport::empty(true, &git),
+        Some(root) => {
+            let _reaper = crate::reap::lock_reaper(root, apply)?;
+            crate::reap::reap(root, &git, apply)?
+        }
+    };
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report).expect("a report serializes")
+        );
+    } else {
+        for line in render_reap(&report) {
+            println!("{line}");
+        }
+    }
+    Ok(if !report.complete || report.any_error() {
+        exit::FAILED
+    } else if report.any_held() {
+        exit::HELD
+    } else {
+        exit::OK
+    })
+}
+
+fn render_reap(r: &crate::reap::ReapReport) -> Vec<String> {
+    use crate::reap::{OrphanKind, ReapDisposition};
+    let mut out = Vec::new();
+    out.push(format!(
+        "lease reap{}: {} record(s), {} orphan(s), {} removed record(s) skipped; discovery {}",
+        if r.dry_run {
+            " (dry run, nothing changed)"
+        } else {
+            ""
+        },
+        r.items.len(),
+        r.orphans.len(),
+        r.skipped_removed,
+        if r.complete { "complete" } else { "INCOMPLETE" }
+    ));
+    for p in &r.problems {
+        out.push(format!("  could not read: {p}"));
+    }
+    for i in &r.items {
+        let what = i.worktree.as_deref().unwrap_or("-");
+        let id = &i.id[..12.min(i.id.len())];
+        let word = match i.disposition {
+            ReapDisposition::Removed => "removed",
+            ReapDisposition::WouldRemove => "would remove",
+            ReapDisposition::WouldFinish => "would finish",
+            ReapDisposition::Retained if i.expired => "retained (expired)",
+            ReapDisposition::Retained => "retained",
+            ReapDisposition::Held => "held",
+            ReapDisposition::Reported => "reported",
+        };
+        let codes: Vec<String> = i.reasons.iter().map(|c| c.code()).collect();
+        let state = match (i.state, i.after) {
+            (Some(a), Some(b)) if a != b => format!(" [{} -> {}]", a.name(), b.name()),
+            (Some(a), _) => format!(" [{}]", a.name()),
+            _ => String::new(),
+        };
+        if codes.is_empty() {
+            out.push(format!("{word} `{what}` ({id}){state}"));
+        } else {
+            out.push(format!(
+                "{word} `{what}` ({id}){state}: {}",
+                codes.join(", ")
+            ));
+        }
+        for d in &i.detail {
+            out.push(format!("  {d}"));
+        }
+        if let Some(e) = &i.error {
+            out.push(format!("  error: {e}"));
+        }
+        if let Some(n) = &i.next {
+            out.push(format!("  hint: {n}"));
+        }
+    }
+    for o in &r.orphans {
+        let what = match (o.registered, o.kind) {
+            (true, OrphanKind::Missing) => "registered, directory missing",
+            (true, _) => "registered, no record",
+            (false, OrphanKind::Directory) => "directory in a worktree root, not registered",
+            (false, _) => "entry in a worktree root, not a directory",
+        };
+        let seen = o
+            .first_seen
+            .as_deref()
+            .map(|t| format!("; first seen {t}"))
+            .unwrap_or_default();
+        out.push(format!("orphan `{}`: {what}{seen}", o.path));
+        out.push(format!("  hint: {}", o.next));
+    }
+    for p in &r.scratch {
+        let verb = if r.dry_run { "would remove" } else { "removed" };
+        out.push(format!("{verb} leftover scratch repository `{p}`"));
+    }
+    for n in &r.notes {
+        out.push(format!("note: {n}"));
+    }
+    for e in &r.errors {
+        out.push(format!("error: {e}"));
+    }
+    if r.bytes_reclaimed > 0 {
+        out.push(format!("reclaimed {} bytes", r.bytes_reclaimed));
+    }
+    for f in &r.free {
+        match f.after {
+            Some(a) => out.push(format!(
+                "free under `{}`: {} bytes before, {a} after",
+                f.path, f.before
+            )),
+            None => out.push(format!("free under `{}`: {} bytes", f.path, f.before)),
+        }
+    }
+    out
 }

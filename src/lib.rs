@@ -20,7 +20,8 @@
 //!
 //! # Modules
 //! `cli` (the only one that prints) -> `launcher` (exec), `retire` (the
-//! engine), `hold` (retention by a named owner) ->
+//! engine), `reap` (the reconciler, which drives the engine), `hold`
+//! (retention by a named owner) ->
 //! `plan` (pure gate decisions) over probes in `git`, `lease`, `safety`,
 //! `procs`; state in `registry`, `audit`, `paths`; raw OS calls in `sys`;
 //! test-only fault points in `fault`.
@@ -36,6 +37,7 @@ pub mod lease;
 pub mod paths;
 pub mod plan;
 pub mod procs;
+pub mod reap;
 pub mod registry;
 pub mod report;
 pub mod retire;
