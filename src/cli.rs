@@ -145,6 +145,19 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
+    /// Remove the registration of one worktree whose directory is missing.
+    ///
+    /// Never a repository-wide `git worktree prune`.
+    Repair {
+        /// The worktree's registered path.
+        path: PathBuf,
+        /// Say what would happen; change nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// Parses the arguments, runs the command, and returns the exit code.
@@ -210,6 +223,11 @@ pub fn run() -> ExitCode {
             apply,
             json,
         } => finish(reap(apply, json)),
+        Cmd::Repair {
+            path,
+            dry_run,
+            json,
+        } => finish(repair(&path, dry_run, json)),
     }
 }
 
@@ -776,4 +794,69 @@ fn render_reap(r: &crate::reap::ReapReport) -> Vec<String> {
         }
     }
     out
+}
+
+fn repair(path: &std::path::Path, dry_run: bool, json: bool) -> Result<u8> {
+    let git = Git::resolve()?;
+    let reg = if dry_run {
+        StateRoot::open_existing()?.map(Registry::new)
+    } else {
+        match StateRoot::open_existing()? {
+            Some(_) => Some(Registry::new(StateRoot::open_or_create()?)),
+            None => None,
+        }
+    };
+    let plan = crate::repair::plan(reg.as_ref(), &git, path)?;
+    if !json {
+        let will = if dry_run { "would" } else { "will" };
+        if plan.holds().is_empty() {
+            println!("lease repair {will}:");
+        } else {
+            println!("lease repair found:");
+        }
+        for s in &plan.steps {
+            println!("  {s}");
+        }
+    }
+    let report = if dry_run {
+        crate::repair::dry_run(plan)
+    } else {
+        crate::repair::apply(reg.as_ref(), &git, plan)?
+    };
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report).expect("a report serializes")
+        );
+    } else {
+        let id = report
+            .plan
+            .record
+            .as_deref()
+            .map(|i| format!(" (record {})", &i[..12.min(i.len())]))
+            .unwrap_or_default();
+        match report.disposition {
+            Disposition::Removed => {
+                println!("removed the registration of `{}`{id}", report.plan.path)
+            }
+            Disposition::WouldRemove => println!(
+                "would remove the registration of `{}`{id}",
+                report.plan.path
+            ),
+            Disposition::Held | Disposition::Retained => {
+                let codes: Vec<String> = report.reasons.iter().map(|r| r.code()).collect();
+                println!("held `{}`{id}: {}", report.plan.path, codes.join(", "));
+                for d in &report.detail {
+                    println!("  {d}");
+                }
+                if let Some(n) = &report.next {
+                    println!("  hint: {n}");
+                }
+            }
+        }
+    }
+    Ok(match report.disposition {
+        Disposition::Removed | Disposition::WouldRemove => exit::OK,
+        Disposition::Held | Disposition::Retained => exit::HELD,
+    })
 }

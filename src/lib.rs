@@ -21,7 +21,7 @@
 //! # Modules
 //! `cli` (the only one that prints) -> `launcher` (exec), `retire` (the
 //! engine), `reap` (the reconciler, which drives the engine), `hold`
-//! (retention by a named owner) ->
+//! (retention by a named owner) and `repair` (one stale registration) ->
 //! `plan` (pure gate decisions) over probes in `git`, `lease`, `safety`,
 //! `procs`; state in `registry`, `audit`, `paths`; raw OS calls in `sys`;
 //! test-only fault points in `fault`.
@@ -39,6 +39,7 @@ pub mod plan;
 pub mod procs;
 pub mod reap;
 pub mod registry;
+pub mod repair;
 pub mod report;
 pub mod retire;
 pub mod safety;

@@ -880,6 +880,197 @@ fn keep_covers_its_own_session_only() {
     assert!(rec["retention"].is_null());
 }
 
+/// A worktree added with git whose directory is then deleted.
+fn stale(env: &TestEnv, repo: &Path, name: &str) -> PathBuf {
+    let wt = env.root.join(name);
+    env.git(
+        repo,
+        &["worktree", "add", "-q", "-b", name, wt.to_str().unwrap()],
+    );
+    fs::remove_dir_all(&wt).unwrap();
+    wt
+}
+
+#[test]
+fn repair_removes_one_stale_registration_and_records_the_removal() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let (_, id) = lease_new(
+        &env,
+        &repo,
+        &[],
+        &["exec", "--", "sh", "-c", "echo n > notes"],
+    );
+    let wt = worktree_of(&env, &id);
+    let admin = admin_dir(&repo, &wt);
+    let other = stale(&env, &repo, "other");
+    let other_admin = repo.join(".git/worktrees/other");
+    fs::remove_dir_all(&wt).unwrap();
+    // Dry run: says what it would do, changes nothing.
+    let state = manifest(&env.state);
+    let admins = manifest(&repo.join(".git/worktrees"));
+    let o = env
+        .lease()
+        .args(["repair", "--dry-run", wt.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+    assert!(
+        stdout(&o).contains("would remove the registration"),
+        "{}",
+        stdout(&o)
+    );
+    assert!(
+        stdout(&o).contains(admin.to_str().unwrap()),
+        "{}",
+        stdout(&o)
+    );
+    assert_eq!(manifest(&env.state), state);
+    assert_eq!(manifest(&repo.join(".git/worktrees")), admins);
+    // Apply, from inside the repository with a relative path.
+    let rel = format!("../{}", wt.strip_prefix(&env.root).unwrap().display());
+    let o = env
+        .lease()
+        .current_dir(&repo)
+        .args(["repair", &rel])
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+    assert!(
+        stdout(&o).contains("will:"),
+        "prints the plan first: {}",
+        stdout(&o)
+    );
+    assert!(!admin.exists(), "that registration is gone");
+    assert!(other_admin.is_dir(), "the other one is untouched: no prune");
+    assert!(!registered(&env, &repo, &wt));
+    assert!(registered(&env, &repo, &other));
+    let rec = env.record_of(&id);
+    assert_eq!(rec["state"], "removed");
+    assert_eq!(rec["tombstone"]["evidence"]["repaired_by"], "lease repair");
+    assert!(!Path::new(rec["lease"]["path"].as_str().unwrap()).exists());
+    assert_eq!(
+        states(&assert_transitions(&env, &id)),
+        ["planned", "active", "terminal", "retiring", "removed"]
+    );
+    assert!(
+        env.audit()
+            .iter()
+            .any(|l| l["event"] == "repair" && l["id"] == id.as_str())
+    );
+    // The reaper reports the other stale registration and leaves it.
+    let (o, v) = reap(&env, &["--apply"]);
+    assert_code(&o, 0);
+    let orphans = v["orphans"].as_array().unwrap();
+    assert_eq!(orphans.len(), 1, "{orphans:#?}");
+    assert_eq!(orphans[0]["kind"], "missing");
+    assert!(other_admin.is_dir());
+}
+
+#[test]
+fn repair_refuses_what_is_not_stale_or_would_lose_commits() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let run = |path: &Path| {
+        env.lease()
+            .current_dir(&repo)
+            .args(["repair", "--json", path.to_str().unwrap()])
+            .output()
+            .unwrap()
+    };
+    let check = |path: &Path, reason: &str| {
+        let admins = manifest(&repo.join(".git/worktrees"));
+        let o = run(path);
+        assert_code(&o, 1);
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(codes(&v), [reason], "{v:#}");
+        assert_eq!(manifest(&repo.join(".git/worktrees")), admins, "changed");
+    };
+    // The directory is there: not stale.
+    let live = env.root.join("live");
+    env.git(
+        &repo,
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "-b",
+            "live",
+            live.to_str().unwrap(),
+        ],
+    );
+    check(&live, "path-occupied");
+    // A commit that only its HEAD reaches.
+    let lost = env.root.join("lost");
+    env.git(
+        &repo,
+        &["worktree", "add", "-q", "--detach", lost.to_str().unwrap()],
+    );
+    env.git(&lost, &["commit", "-q", "--allow-empty", "-m", "only here"]);
+    let tip = env.git(&lost, &["rev-parse", "HEAD"]);
+    fs::remove_dir_all(&lost).unwrap();
+    check(&lost, "unique-commits-unarchived");
+    // Once kept on a branch, it goes.
+    env.git(&repo, &["branch", "kept", &tip]);
+    assert_code(&run(&lost), 0);
+    // A locked registration (perhaps on an unmounted disk).
+    let locked = env.root.join("locked");
+    env.git(
+        &repo,
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "-b",
+            "locked",
+            locked.to_str().unwrap(),
+        ],
+    );
+    env.git(
+        &repo,
+        &[
+            "worktree",
+            "lock",
+            "--reason",
+            "usb disk",
+            locked.to_str().unwrap(),
+        ],
+    );
+    fs::remove_dir_all(&locked).unwrap();
+    check(&locked, "git-locked");
+    // Nothing registered there: usage.
+    assert_code(&run(&env.root.join("nothing")), 2);
+}
+
+#[test]
+fn repair_clears_a_stale_branch_checkout_for_exec() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let wt = stale(&env, &repo, "feat");
+    let o = env
+        .lease()
+        .current_dir(&repo)
+        .args(["exec", "--branch", "feat", "--", "true"])
+        .output()
+        .unwrap();
+    assert_code(&o, 125);
+    assert!(stderr(&o).contains("lease repair"), "{}", stderr(&o));
+    let o = env
+        .lease()
+        .current_dir(&repo)
+        .args(["repair", wt.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+    let o = env
+        .lease()
+        .current_dir(&repo)
+        .args(["exec", "--branch", "feat", "--", "true"])
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+}
+
 #[test]
 fn a_kept_worktree_whose_next_session_crashed_stays_kept() {
     let env = TestEnv::new();
