@@ -35,6 +35,8 @@ use crate::report::{GitInfo, RetireReport, TargetReport};
 use crate::retire::Engine;
 use crate::sys::Ended;
 
+mod reconcile;
+
 /// Exit codes of every command but `exec` (SPEC "Exit codes").
 pub mod exit {
     /// Done, or nothing to do.
@@ -127,6 +129,60 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
+    /// Keep a worktree for a named owner (the record becomes retained).
+    ///
+    /// On an active record the hold is recorded now and takes effect when
+    /// the record turns terminal.
+    Hold {
+        /// Record id or unique prefix.
+        id: String,
+        /// Why it is kept.
+        #[arg(long, value_name = "R")]
+        reason: String,
+        /// Who keeps it, as KIND:NAME (default: $LEASE_OWNER, else manual:USER).
+        #[arg(long, value_name = "KIND:NAME")]
+        owner: Option<String>,
+        /// Until when: RFC 3339 or a span such as 7d or 12h (default: no expiry).
+        #[arg(long, value_name = "WHEN")]
+        until: Option<String>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Let a retained worktree be retired again (retained -> terminal).
+    Release {
+        /// Record id or unique prefix.
+        id: String,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Reconcile: finish what crashes left half-done, retire candidates,
+    /// report orphans. A dry run unless --apply.
+    Reap {
+        /// Say what would happen; change nothing (the default).
+        #[arg(long, conflicts_with = "apply")]
+        dry_run: bool,
+        /// Act: finish, retire and persist orphans.
+        #[arg(long)]
+        apply: bool,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove the registration of one worktree whose directory is missing.
+    ///
+    /// Never a repository-wide `git worktree prune`.
+    Repair {
+        /// The worktree's registered path.
+        path: PathBuf,
+        /// Say what would happen; change nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// Parses the arguments, runs the command, and returns the exit code.
@@ -184,6 +240,30 @@ pub fn run() -> ExitCode {
         ),
         Cmd::List { json } => finish(list(json)),
         Cmd::Show { id, json } => finish(show(&id, json)),
+        Cmd::Hold {
+            id,
+            reason,
+            owner,
+            until,
+            json,
+        } => finish(reconcile::hold(
+            &id,
+            reason,
+            owner.as_deref(),
+            until.as_deref(),
+            json,
+        )),
+        Cmd::Release { id, json } => finish(reconcile::release(&id, json)),
+        Cmd::Reap {
+            dry_run: _,
+            apply,
+            json,
+        } => finish(reconcile::reap(apply, json)),
+        Cmd::Repair {
+            path,
+            dry_run,
+            json,
+        } => finish(reconcile::repair(&path, dry_run, json)),
     }
 }
 

@@ -739,13 +739,20 @@ fn run(reg: &Registry, git: Git, p: Prepared, req: &ExecRequest) -> Result<ExecR
         r.outcome = Some(outcome.clone());
         if !r.any_launcher_alive() && r.state == State::Active {
             r.set_state(State::Terminal)?;
-            if req.keep {
+            // A `lease hold` made while active takes effect now (SPEC/Commands);
+            // an earlier `--keep` covered only its own session's exit.
+            let held = r.retention.as_ref().is_some_and(|t| !t.is_kept_at_exit());
+            if held {
+                r.set_state(State::Retained)?;
+            } else if req.keep {
                 r.retention = Some(Retention {
                     owner: owner_of(req)?,
-                    reason: "kept at exit".into(),
+                    reason: crate::registry::KEPT_AT_EXIT.into(),
                     until: None,
                 });
                 r.set_state(State::Retained)?;
+            } else {
+                r.retention = None;
             }
         }
         Ok(r.state)

@@ -95,6 +95,21 @@ pub fn try_exclusive(f: &File) -> LockOutcome {
     }
 }
 
+/// Gate 3 on a fresh open: identity by name, `LOCK_EX|LOCK_NB`, then
+/// identity again through the locked descriptor and by name (a deleted and
+/// recreated lease file is a new inode that anyone can lock). Returns the
+/// open file holding the exclusive lock; closing it releases the lock.
+pub fn try_exclusive_checked(lease: &FileId, uid: u32) -> Result<File, Hold> {
+    let path = lease.path();
+    let before = crate::safety::lstat(&path);
+    let f = open_checked(lease, uid)?;
+    let outcome = try_exclusive(&f);
+    let fd_after = crate::safety::fstat(&f);
+    let name_after = crate::safety::lstat(&path);
+    plan::gate_lease(lease.id(), uid, before, &outcome, fd_after, name_after)?;
+    Ok(f)
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {

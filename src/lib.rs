@@ -19,22 +19,27 @@
 //! 7. Nothing is forgotten: registry, audit log and tombstones.
 //!
 //! # Modules
-//! `cli` (the only one that prints) -> `launcher` (exec) and `retire` (the
-//! engine) -> `plan` (pure gate decisions) over probes in `git`, `lease`,
-//! `safety`, `procs`; state in `registry`, `audit`, `paths`; raw OS calls in
-//! `sys`; test-only fault points in `fault`.
+//! `cli` (the only one that prints) -> `launcher` (exec), `retire` (the
+//! engine), `reap` (the reconciler, which drives the engine), `hold`
+//! (retention by a named owner) and `repair` (one stale registration) ->
+//! `plan` (pure gate decisions) over probes in `git`, `lease`, `safety`,
+//! `procs`; state in `registry`, `audit`, `paths`; raw OS calls in `sys`;
+//! test-only fault points in `fault`.
 
 pub mod audit;
 pub mod cli;
 pub mod error;
 pub mod fault;
 pub mod git;
+pub mod hold;
 pub mod launcher;
 pub mod lease;
 pub mod paths;
 pub mod plan;
 pub mod procs;
+pub mod reap;
 pub mod registry;
+pub mod repair;
 pub mod report;
 pub mod retire;
 pub mod safety;

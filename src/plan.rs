@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::registry::State;
+use crate::registry::{Retention, State};
 
 /// A stable, kebab-case reason code (SPEC "Reason codes"; docs/reason-codes.md).
 ///
@@ -170,6 +170,23 @@ pub fn gate_state(state: State, any_launcher_alive: bool) -> Result<StateGate, H
             HoldReason::NotTerminal,
             format!("the record is {}", state.name()),
         )),
+    }
+}
+
+/// Holds an `active` or `interrupted` record that carries a retention: a
+/// `lease hold` made while it ran, waiting for it to turn `terminal`, or the
+/// `exec --keep` of an earlier session whose successor never recorded its
+/// exit (whether that one wanted to keep it too is unknown, so it holds).
+pub fn gate_retention(state: State, retention: Option<&Retention>) -> Result<(), Hold> {
+    match retention {
+        Some(r) if matches!(state, State::Active | State::Interrupted) => Err(Hold::new(
+            HoldReason::Retained,
+            format!(
+                "held by {}:{} ({}); the retention takes effect when the record turns terminal",
+                r.owner.kind, r.owner.name, r.reason
+            ),
+        )),
+        _ => Ok(()),
     }
 }
 

@@ -128,6 +128,17 @@ impl Owner {
             ))),
         }
     }
+
+    /// Returns the caller's default owner: `$LEASE_OWNER`, else `manual:<user name>`.
+    pub fn of_caller() -> Result<Owner> {
+        match std::env::var("LEASE_OWNER").ok().filter(|o| !o.is_empty()) {
+            Some(o) => Owner::parse(&o),
+            None => Ok(Owner {
+                kind: "manual".into(),
+                name: crate::sys::user_name(crate::sys::euid()),
+            }),
+        }
+    }
 }
 
 /// How a command ended.
@@ -180,6 +191,26 @@ pub struct Retention {
     pub reason: String,
     /// Until when (RFC 3339), or indefinitely.
     pub until: Option<String>,
+}
+
+/// The reason `lease exec --keep` records. Such a retention covers the exit of
+/// the session that asked for it; a `lease hold` outlives later sessions.
+pub const KEPT_AT_EXIT: &str = "kept at exit";
+
+impl Retention {
+    /// Returns true if and only if `until` is set, readable, and not after `now`.
+    /// An unreadable `until` never expires: uncertainty keeps the worktree.
+    pub fn is_expired(&self, now: std::time::SystemTime) -> bool {
+        self.until
+            .as_deref()
+            .and_then(|u| humantime::parse_rfc3339(u).ok())
+            .is_some_and(|u| u <= now)
+    }
+
+    /// Returns true if and only if this retention came from `exec --keep`.
+    pub fn is_kept_at_exit(&self) -> bool {
+        self.reason == KEPT_AT_EXIT
+    }
 }
 
 /// A verified archive of the commits that existed only in the worktree.
@@ -354,6 +385,17 @@ impl Record {
     /// Returns true if and only if a launcher of this record still runs.
     pub fn any_launcher_alive(&self) -> bool {
         self.sessions.iter().any(Session::launcher_alive)
+    }
+
+    /// Returns where the worktree is or would be: the recorded top directory,
+    /// else, for a worktree lease creates, `<root>/<id>` (a `planned` record
+    /// learns its worktree only when it turns `active`).
+    pub fn expected_worktree(&self) -> Option<PathBuf> {
+        match (&self.worktree, self.origin) {
+            (Some(w), _) => Some(w.path()),
+            (None, Origin::Created) => Some(self.root.path().join(&self.id)),
+            (None, Origin::Adopted) => None,
+        }
     }
 
     /// Returns the first 8 hex digits of the id.

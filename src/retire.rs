@@ -141,6 +141,10 @@ impl Engine {
     }
 
     fn run(&self, rec: Record, report: &mut TargetReport) -> Result<Result<(), Vec<Hold>>> {
+        // A hold made while the record was active waits for `terminal`.
+        if let Err(h) = plan::gate_retention(rec.state, rec.retention.as_ref()) {
+            return Ok(Err(vec![h]));
+        }
         // Gate 1: state.
         let state_gate = match plan::gate_state(rec.state, rec.any_launcher_alive()) {
             Ok(g) => g,

@@ -13,6 +13,7 @@ mod support;
 mod adversarial;
 mod exec;
 mod list;
+mod reap;
 mod retire;
 
 /// Every `.rs` file in tests/it is declared above (jj's runner.rs check).

@@ -1,0 +1,897 @@
+//! The reconciler (`lease reap`): one reaper at a time finishes what crashes
+//! left half-done, sends candidates through the retire engine, and reports
+//! every record and every orphan.
+//!
+//! # Theory of operation
+//! The reaper takes `<state root>/locks/reap.lock` exclusively and without
+//! blocking; a second reaper is refused at once. Then, per record (SPEC
+//! "Reconciler"):
+//!
+//! - `planned`: protected while its creator (pid and start time) lives;
+//!   otherwise finished: `interrupted` if the worktree exists and is
+//!   registered (then retired like any candidate), `removed` with a tombstone
+//!   saying nothing was created if neither exists. Anything in between holds.
+//! - `active`: protected while a launcher lives or a process holds the lease
+//!   (read from `/proc`, never by locking); otherwise the retire engine proves
+//!   `interrupted` under the exclusive lease lock and takes it. Adopted or
+//!   held records are only proven `interrupted`.
+//! - `terminal` / `interrupted`: created records go through
+//!   [`Engine::retire`]; adopted ones are reported, never taken (lease did not
+//!   allocate them); a pending `lease hold` keeps them.
+//! - `retiring`: resumed under the exclusive lease lock (a running retire
+//!   holds it, so it is never disturbed). Directory and registration gone:
+//!   the tombstone is completed. Directory present: back to `terminal`, and
+//!   the gates run again.
+//! - `retained`: reported, expired or not; never deleted.
+//! - `removed`: skipped.
+//!
+//! Then it scans the worktree roots (`<state root>/worktrees/*/*`) and
+//! `git worktree list --porcelain -z` of every repository a record names:
+//! directories and registrations no record claims are orphans, persisted with
+//! the time they were first seen in `orphans.json`, and never deleted;
+//! registrations whose directory is gone are reported, never pruned.
+//! Scratch repositories whose creating process is gone are removed.
+//!
+//! A dry run (the default) takes no lease lock, and writes nothing: it takes
+//! the reaper lock only if the lock file already exists.
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::io::ErrorKind;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use serde::Serialize;
+
+use crate::error::{Error, IoResultExt, Result};
+use crate::git::{self, Git};
+use crate::paths::StateRoot;
+use crate::plan::{Hold, HoldReason};
+use crate::registry::{FileId, Loaded, Origin, Record, Registry, State, Tombstone};
+use crate::report::{GitInfo, TargetReport, lossless};
+use crate::retire::{Engine, free_bytes};
+
+mod scan;
+
+pub use scan::{Orphan, OrphanKind};
+
+/// How one record ended up in a reap.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ReapDisposition {
+    /// The worktree is gone (or nothing was ever created); the record is `removed`.
+    Removed,
+    /// A dry run found that it would be removed.
+    WouldRemove,
+    /// A dry run found a crashed step that an `--apply` would finish first
+    /// (`detail` says how); the retire gates run after that.
+    WouldFinish,
+    /// A named owner keeps it (`retained`, or a hold waiting for `terminal`).
+    Retained,
+    /// Something refused now: reason codes say what.
+    Held,
+    /// Adopted: lease did not allocate it, so reap reports it and never takes it.
+    Reported,
+}
+
+/// One record in a reap report.
+#[derive(Debug, Clone, Serialize)]
+pub struct ReapItem {
+    /// The record id.
+    pub id: String,
+    /// The worktree's path (for a `planned` record, where it would be).
+    pub worktree: Option<String>,
+    /// `created` or `adopted`; `None` for an unreadable record.
+    pub origin: Option<Origin>,
+    /// The state before the reap; `None` for an unreadable record.
+    pub state: Option<State>,
+    /// The state after (`--apply`), or as it stays (dry run).
+    pub after: Option<State>,
+    /// What happened.
+    pub disposition: ReapDisposition,
+    /// Reason codes (held or retained).
+    pub reasons: Vec<HoldReason>,
+    /// What was found and done, one line each.
+    pub detail: Vec<String>,
+    /// What to do next.
+    pub next: Option<String>,
+    /// True for a retention whose `until` has passed (reported, not acted on).
+    pub expired: bool,
+    /// The retire engine's report, when the gates ran.
+    pub retire: Option<TargetReport>,
+    /// An error lease hit on this record (the reap then exits 3).
+    pub error: Option<String>,
+}
+
+impl ReapItem {
+    fn new(rec: &Record) -> ReapItem {
+        ReapItem {
+            id: rec.id.clone(),
+            worktree: rec
+                .expected_worktree()
+                .map(|p| lossless(p.as_os_str().as_bytes())),
+            origin: Some(rec.origin),
+            state: Some(rec.state),
+            after: Some(rec.state),
+            disposition: ReapDisposition::Held,
+            reasons: Vec::new(),
+            detail: Vec::new(),
+            next: None,
+            expired: false,
+            retire: None,
+            error: None,
+        }
+    }
+
+    fn hold(&mut self, h: Hold) {
+        self.disposition = ReapDisposition::Held;
+        if self.next.is_none() {
+            self.next = Some(h.reason.next_action().to_string());
+        }
+        self.reasons.push(h.reason);
+        self.detail.push(h.detail);
+    }
+
+    fn take_retire(&mut self, t: TargetReport) {
+        use crate::plan::Disposition;
+        self.disposition = match t.disposition {
+            Disposition::Removed => ReapDisposition::Removed,
+            Disposition::WouldRemove => ReapDisposition::WouldRemove,
+            Disposition::Retained => ReapDisposition::Retained,
+            Disposition::Held => ReapDisposition::Held,
+        };
+        self.reasons.extend(t.reasons.iter().copied());
+        self.detail.extend(t.detail.iter().cloned());
+        if t.next.is_some() {
+            self.next.clone_from(&t.next);
+        }
+        if let Some(e) = &t.error {
+            self.error = Some(e.clone());
+        }
+        self.retire = Some(t);
+    }
+}
+
+/// Free space on one filesystem lease uses, before and after the reap.
+#[derive(Debug, Clone, Serialize)]
+pub struct FreeSpace {
+    /// A directory on that filesystem.
+    pub path: String,
+    /// Free bytes (for unprivileged users) before.
+    pub before: u64,
+    /// Free bytes after (`None` in a dry run).
+    pub after: Option<u64>,
+}
+
+/// The outcome of `lease reap`.
+#[derive(Debug, Clone, Serialize)]
+pub struct ReapReport {
+    /// True for a dry run: nothing was changed.
+    pub dry_run: bool,
+    /// The git binary used.
+    pub git: GitInfo,
+    /// True if every record, worktree root and repository could be read.
+    pub complete: bool,
+    /// What discovery could not read (non-empty means incomplete).
+    pub problems: Vec<String>,
+    /// Things worth knowing that do not make discovery incomplete.
+    pub notes: Vec<String>,
+    /// One entry per record that is not `removed`.
+    pub items: Vec<ReapItem>,
+    /// Directories and registrations no record claims.
+    pub orphans: Vec<Orphan>,
+    /// How many `removed` records were skipped.
+    pub skipped_removed: usize,
+    /// Bytes reclaimed by removals in this reap.
+    pub bytes_reclaimed: u64,
+    /// Free space per filesystem.
+    pub free: Vec<FreeSpace>,
+    /// Scratch repositories a crashed archive or verify step left under
+    /// `<state root>/scratch` (their creator is gone), removed or to remove.
+    pub scratch: Vec<String>,
+    /// Errors that are not about one record (persisting `orphans.json`).
+    pub errors: Vec<String>,
+}
+
+impl ReapReport {
+    /// A complete report with nothing in it (no state root yet).
+    pub fn empty(dry_run: bool, git: &Git) -> ReapReport {
+        ReapReport {
+            dry_run,
+            git: GitInfo {
+                path: git.path().to_string_lossy().into_owned(),
+                version: git.version().to_string(),
+            },
+            complete: true,
+            problems: Vec::new(),
+            notes: Vec::new(),
+            items: Vec::new(),
+            orphans: Vec::new(),
+            skipped_removed: 0,
+            bytes_reclaimed: 0,
+            free: Vec::new(),
+            scratch: Vec::new(),
+            errors: Vec::new(),
+        }
+    }
+
+    /// Returns true if and only if some record was held.
+    pub fn any_held(&self) -> bool {
+        self.items
+            .iter()
+            .any(|i| i.disposition == ReapDisposition::Held)
+    }
+
+    /// Returns true if and only if lease hit an error (a record, or persisting).
+    pub fn any_error(&self) -> bool {
+        !self.errors.is_empty() || self.items.iter().any(|i| i.error.is_some())
+    }
+}
+
+/// The reaper's root lock: held while this value lives (closing releases it).
+#[derive(Debug)]
+pub struct ReaperLock {
+    _file: Option<fs::File>,
+}
+
+/// Takes `<state root>/locks/reap.lock` exclusively without blocking. With
+/// `create` (an `--apply`) the lock file is made if missing; a dry run only
+/// locks an existing file and writes nothing.
+///
+/// # Errors
+/// [`Error::Refused`] with `retire-in-progress` (exit 1) while another reaper
+/// holds it.
+pub fn lock_reaper(root: &StateRoot, create: bool) -> Result<ReaperLock> {
+    let path = root.locks().join("reap.lock");
+    let opened = fs::OpenOptions::new()
+        .read(true)
+        .write(create)
+        .create(create)
+        .truncate(false)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(&path);
+    let file = match opened {
+        Ok(f) => f,
+        Err(e) if !create && e.kind() == ErrorKind::NotFound => {
+            return Ok(ReaperLock { _file: None });
+        }
+        Err(e) => return Err(e).at_do("cannot open", &path),
+    };
+    match file.try_lock() {
+        Ok(()) => Ok(ReaperLock { _file: Some(file) }),
+        Err(fs::TryLockError::WouldBlock) => Err(Error::refused(
+            HoldReason::RetireInProgress,
+            format!(
+                "another `lease reap` is running (it holds `{}`); nothing was changed, retry when it ends",
+                path.display()
+            ),
+        )),
+        Err(fs::TryLockError::Error(e)) => Err(e).at_do("cannot lock", &path),
+    }
+}
+
+/// Runs one reap over the registry of `root`; with `apply` it acts, else it
+/// only reports. The caller holds the [`ReaperLock`].
+pub fn reap(root: &StateRoot, git: &Git, apply: bool) -> Result<ReapReport> {
+    crate::fault::point("reap-locked");
+    let reg = Registry::new(root.clone());
+    let reaper = Reaper {
+        engine: Engine::new(reg.clone(), git.clone(), !apply),
+        reg,
+        git,
+        apply,
+        now: SystemTime::now(),
+    };
+    let mut report = ReapReport::empty(!apply, git);
+    let loaded = reaper.reg.scan()?;
+    let before = free_space(root, &loaded);
+    for l in loaded {
+        match l {
+            Loaded::Ok(rec) if rec.state == State::Removed => report.skipped_removed += 1,
+            Loaded::Ok(rec) => report.items.push(reaper.reconcile(*rec)),
+            Loaded::Bad { id, path, problem } => {
+                let what = format!("record `{}` is {problem}", path.display());
+                report.complete = false;
+                report.problems.push(what.clone());
+                report.items.push(ReapItem {
+                    id,
+                    worktree: None,
+                    origin: None,
+                    state: None,
+                    after: None,
+                    disposition: ReapDisposition::Held,
+                    reasons: Vec::new(),
+                    detail: vec![what.clone()],
+                    next: Some(
+                        "inspect the record file; lease never changes a corrupt or newer record"
+                            .into(),
+                    ),
+                    expired: false,
+                    retire: None,
+                    error: Some(what),
+                });
+            }
+        }
+    }
+    report.bytes_reclaimed = report
+        .items
+        .iter()
+        .filter_map(|i| i.retire.as_ref()?.tombstone.as_ref())
+        .map(|t| t.bytes_reclaimed)
+        .sum();
+    scan::scan_orphans(&reaper.reg, git, apply, root, &mut report);
+    scan::sweep_scratch(apply, root, &mut report);
+    report.free = before
+        .into_iter()
+        .map(|(path, before)| FreeSpace {
+            after: apply.then(|| free_bytes(&path)),
+            path: lossless(path.as_os_str().as_bytes()),
+            before,
+        })
+        .collect();
+    Ok(report)
+}
+
+/// Free bytes on each distinct filesystem of the state root, the worktree
+/// root and the records' roots.
+fn free_space(root: &StateRoot, loaded: &[Loaded]) -> Vec<(PathBuf, u64)> {
+    let mut dirs = vec![root.path().to_path_buf(), root.worktrees()];
+    for l in loaded {
+        if let Loaded::Ok(r) = l
+            && r.state != State::Removed
+        {
+            dirs.push(r.root.path());
+        }
+    }
+    let mut seen = BTreeSet::new();
+    let mut out = Vec::new();
+    for d in dirs {
+        if let Ok(m) = fs::metadata(&d)
+            && seen.insert(m.dev())
+        {
+            out.push((d.clone(), free_bytes(&d)));
+        }
+    }
+    out
+}
+
+struct Reaper<'a> {
+    reg: Registry,
+    engine: Engine,
+    git: &'a Git,
+    apply: bool,
+    now: SystemTime,
+}
+
+/// What is at a path, by `lstat` (never following a symlink).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Found {
+    Dir,
+    NotDir,
+    Absent,
+}
+
+fn found(path: &Path) -> Result<Found> {
+    match fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_dir() => Ok(Found::Dir),
+        Ok(_) => Ok(Found::NotDir),
+        Err(e) if e.kind() == ErrorKind::NotFound => Ok(Found::Absent),
+        Err(e) => Err(e).at(path),
+    }
+}
+
+impl Reaper<'_> {
+    fn reconcile(&self, rec: Record) -> ReapItem {
+        let mut item = ReapItem::new(&rec);
+        let done = match rec.state {
+            State::Planned => self.planned(&rec, &mut item),
+            State::Active => self.active(&rec, &mut item),
+            State::Terminal | State::Interrupted => {
+                self.candidate(&rec, &mut item);
+                Ok(())
+            }
+            State::Retained => {
+                self.retained(&rec, &mut item);
+                Ok(())
+            }
+            State::Retiring => self.retiring(&rec, &mut item),
+            State::Removed => Ok(()),
+        };
+        if let Err(e) = done {
+            if let Some(r) = e.reason() {
+                item.reasons.push(r);
+            }
+            item.disposition = ReapDisposition::Held;
+            item.error = Some(e.to_string());
+        }
+        if self.apply {
+            item.after = match self.reg.load(&rec.id) {
+                Loaded::Ok(r) => Some(r.state),
+                Loaded::Bad { .. } => None,
+            };
+        }
+        item
+    }
+
+    /// Returns whether `path` is a linked worktree of `repo` by `git worktree
+    /// list --porcelain -z`; `None` if the repository is gone.
+    fn registered(&self, repo: &str, path: &Path) -> Result<Option<bool>> {
+        let repo = Path::new(repo);
+        if found(repo)? == Found::Absent {
+            return Ok(None);
+        }
+        let rg = self.git.repo(repo)?;
+        let out = rg
+            .cmd(repo)
+            .args(["worktree", "list", "--porcelain", "-z"])
+            .probe()?;
+        let bytes = path.as_os_str().as_bytes();
+        Ok(Some(
+            git::parse_worktrees(&out)
+                .iter()
+                .skip(1)
+                .any(|e| e.path == bytes),
+        ))
+    }
+
+    fn planned(&self, rec: &Record, item: &mut ReapItem) -> Result<()> {
+        if let Some(s) = rec.sessions.iter().find(|s| s.launcher_alive()) {
+            item.hold(Hold::new(
+                HoldReason::LauncherAlive,
+                format!(
+                    "its creator, `lease exec` pid {}, is still setting up",
+                    s.pid
+                ),
+            ));
+            return Ok(());
+        }
+        let Some(path) = rec.expected_worktree() else {
+            // An adoption that never turned active: lease created no worktree.
+            return self.finish_nothing_created(rec, item, "an adoption that never started");
+        };
+        let registered = self.registered(&rec.repo, &path)?;
+        let shown = path.display();
+        match (found(&path)?, registered) {
+            (Found::Absent, Some(false) | None) => {
+                self.finish_nothing_created(rec, item, "`git worktree add` never happened")
+            }
+            (Found::Dir, Some(true)) => {
+                if !self.apply {
+                    item.disposition = ReapDisposition::WouldFinish;
+                    item.detail.push(format!(
+                        "its creator is gone and `{shown}` exists and is registered: would record interrupted, then run the retire gates"
+                    ));
+                    return Ok(());
+                }
+                let s = crate::safety::lstat(&path)
+                    .ok_or_else(|| Error::Usage(format!("`{shown}` vanished while reaping")))?;
+                let wt = FileId {
+                    path: crate::paths::utf8(&path)?,
+                    dev: s.dev,
+                    ino: s.ino,
+                };
+                let moved = self.reg.update(&rec.id, |r| {
+                    if r.state != State::Planned || r.any_launcher_alive() {
+                        return Ok(false);
+                    }
+                    r.worktree = Some(wt);
+                    r.set_state(State::Interrupted)?;
+                    Ok(true)
+                })?;
+                if !moved {
+                    item.hold(Hold::new(
+                        HoldReason::RetireInProgress,
+                        "the record changed while reaping",
+                    ));
+                    return Ok(());
+                }
+                item.detail
+                    .push("its creator is gone: recorded interrupted".to_string());
+                let now = self.reg.get(&rec.id)?;
+                self.candidate(&now, item);
+                Ok(())
+            }
+            (Found::Absent, Some(true)) => {
+                item.hold(Hold::new(
+                    HoldReason::PathIdentity,
+                    format!("`{shown}` is registered but its directory is missing"),
+                ));
+                item.next = Some(format!(
+                    "`lease repair {shown}` removes that one registration"
+                ));
+                Ok(())
+            }
+            (Found::Dir, Some(false)) => {
+                item.hold(Hold::new(
+                    HoldReason::NotRegistered,
+                    format!(
+                        "`{shown}` exists but `git worktree list` does not name it; inspect it by hand"
+                    ),
+                ));
+                Ok(())
+            }
+            (_, None) => {
+                item.hold(Hold::new(
+                    HoldReason::RepoMissing,
+                    format!("repository `{}` is gone and `{shown}` exists", rec.repo),
+                ));
+                Ok(())
+            }
+            (Found::NotDir, _) => {
+                item.hold(Hold::new(
+                    HoldReason::PathIdentity,
+                    format!("`{shown}` is not a directory"),
+                ));
+                Ok(())
+            }
+        }
+    }
+
+    /// `planned -> removed` with a tombstone saying nothing was created. A
+    /// recorded lease file is unlinked under its exclusive lock.
+    fn finish_nothing_created(&self, rec: &Record, item: &mut ReapItem, why: &str) -> Result<()> {
+        if !self.apply {
+            item.disposition = ReapDisposition::WouldRemove;
+            item.detail.push(format!(
+                "its creator is gone and nothing was created ({why}): would record removed"
+            ));
+            return Ok(());
+        }
+        let lock = match &rec.lease {
+            None => None,
+            Some(l) => match crate::lease::try_exclusive_checked(l, rec.uid) {
+                Ok(f) => Some(f),
+                Err(h) if h.reason == HoldReason::LeaseMissing => None,
+                Err(h) => {
+                    item.hold(h);
+                    return Ok(());
+                }
+            },
+        };
+        let tomb = Tombstone {
+            path: rec
+                .expected_worktree()
+                .map(|p| p.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            id: rec.id.clone(),
+            removed_at: crate::registry::now(),
+            bytes_reclaimed: 0,
+            free_before: 0,
+            free_after: 0,
+            evidence: serde_json::json!({
+                "nothing_created": why,
+                "finished_by": "lease reap",
+            }),
+        };
+        let moved = self.reg.update(&rec.id, |r| {
+            if r.state != State::Planned || r.any_launcher_alive() {
+                return Ok(false);
+            }
+            r.tombstone = Some(tomb.clone());
+            r.set_state(State::Removed)?;
+            Ok(true)
+        })?;
+        if !moved {
+            item.hold(Hold::new(
+                HoldReason::RetireInProgress,
+                "the record changed while reaping",
+            ));
+            return Ok(());
+        }
+        if let (Some(l), Some(_)) = (&rec.lease, &lock) {
+            // Unlinked under the exclusive lock, which closes with `lock`.
+            let _ = fs::remove_file(l.path());
+        }
+        drop(lock);
+        item.disposition = ReapDisposition::Removed;
+        item.detail.push(format!(
+            "its creator is gone and nothing was created ({why}): recorded removed"
+        ));
+        Ok(())
+    }
+
+    fn active(&self, rec: &Record, item: &mut ReapItem) -> Result<()> {
+        let alive: Vec<String> = rec
+            .sessions
+            .iter()
+            .filter(|s| s.launcher_alive())
+            .map(|s| s.pid.to_string())
+            .collect();
+        if !alive.is_empty() {
+            item.hold(Hold::new(
+                HoldReason::LauncherAlive,
+                format!("launcher pid {} still runs", alive.join(", ")),
+            ));
+            return Ok(());
+        }
+        if let Some(l) = &rec.lease {
+            let (pids, _) = crate::procs::holders(l.id());
+            if !pids.is_empty() {
+                let pids: Vec<String> = pids.iter().map(u32::to_string).collect();
+                item.hold(Hold::new(
+                    HoldReason::ConsumerAlive,
+                    format!(
+                        "every launcher is gone; pid {} holds the lease",
+                        pids.join(", ")
+                    ),
+                ));
+                return Ok(());
+            }
+        }
+        let keeps = pending_hold(rec);
+        if rec.origin == Origin::Created && !keeps {
+            // The engine proves `interrupted` under the exclusive lock itself.
+            item.take_retire(self.engine.retire(&rec.id));
+            return Ok(());
+        }
+        // Adopted or held: prove `interrupted`, never take it.
+        if self.apply {
+            let Some(l) = &rec.lease else {
+                item.hold(Hold::new(
+                    HoldReason::LeaseMissing,
+                    "the record has no lease",
+                ));
+                return Ok(());
+            };
+            let lock = match crate::lease::try_exclusive_checked(l, rec.uid) {
+                Ok(f) => f,
+                Err(h) => {
+                    item.hold(h);
+                    return Ok(());
+                }
+            };
+            let moved = self.reg.update(&rec.id, |r| {
+                if r.state != State::Active || r.any_launcher_alive() {
+                    return Ok(false);
+                }
+                r.set_state(State::Interrupted)?;
+                Ok(true)
+            })?;
+            drop(lock);
+            if !moved {
+                item.hold(Hold::new(
+                    HoldReason::RetireInProgress,
+                    "the record changed while reaping",
+                ));
+                return Ok(());
+            }
+            item.detail
+                .push("every launcher is gone and the lease is free: recorded interrupted".into());
+        } else {
+            item.detail.push(
+                "every launcher is gone and nothing holds the lease: would record interrupted"
+                    .into(),
+            );
+        }
+        let now = if self.apply {
+            self.reg.get(&rec.id)?
+        } else {
+            rec.clone()
+        };
+        self.candidate(&now, item);
+        Ok(())
+    }
+
+    /// A `terminal` or `interrupted` record (or one about to be).
+    fn candidate(&self, rec: &Record, item: &mut ReapItem) {
+        if pending_hold(rec) {
+            let r = rec
+                .retention
+                .as_ref()
+                .expect("pending_hold saw a retention");
+            item.disposition = ReapDisposition::Retained;
+            item.reasons.push(HoldReason::Retained);
+            item.expired = r.is_expired(self.now);
+            item.detail.push(format!(
+                "held by {}:{} ({}){}; the hold takes effect when the record turns terminal",
+                r.owner.kind,
+                r.owner.name,
+                r.reason,
+                until(r.until.as_deref(), item.expired)
+            ));
+            item.next = Some(format!("`lease release {}` drops the hold", rec.prefix()));
+            return;
+        }
+        if rec.origin == Origin::Adopted {
+            item.disposition = ReapDisposition::Reported;
+            item.detail.push(
+                "adopted: lease did not allocate this worktree, so reap never takes it".into(),
+            );
+            item.next = Some(format!("`lease retire {}` retires it", rec.prefix()));
+            return;
+        }
+        item.take_retire(self.engine.retire(&rec.id));
+    }
+
+    fn retained(&self, rec: &Record, item: &mut ReapItem) {
+        item.disposition = ReapDisposition::Retained;
+        item.reasons.push(HoldReason::Retained);
+        match &rec.retention {
+            Some(r) => {
+                item.expired = r.is_expired(self.now);
+                item.detail.push(format!(
+                    "held by {}:{} ({}){}",
+                    r.owner.kind,
+                    r.owner.name,
+                    r.reason,
+                    until(r.until.as_deref(), item.expired)
+                ));
+            }
+            None => item
+                .detail
+                .push("retained, with no retention recorded".into()),
+        }
+        item.next = Some(if item.expired {
+            format!(
+                "the retention expired; reap never acts on that: `lease release {}` lets it be retired",
+                rec.prefix()
+            )
+        } else {
+            format!(
+                "`lease release {}` when it is no longer needed",
+                rec.prefix()
+            )
+        });
+    }
+
+    /// Resumes a retire that did not finish. A running retire holds the lease
+    /// exclusively, so it is never disturbed.
+    fn retiring(&self, rec: &Record, item: &mut ReapItem) -> Result<()> {
+        let Some(wt) = &rec.worktree else {
+            item.hold(Hold::new(
+                HoldReason::PathIdentity,
+                "the record has no worktree",
+            ));
+            return Ok(());
+        };
+        let path = wt.path();
+        let shown = path.display();
+        let mut lease_missing = false;
+        let lock = match &rec.lease {
+            None => {
+                lease_missing = true;
+                None
+            }
+            Some(l) if !self.apply => {
+                let (pids, _) = crate::procs::holders(l.id());
+                if !pids.is_empty() {
+                    let pids: Vec<String> = pids.iter().map(u32::to_string).collect();
+                    item.hold(Hold::new(
+                        HoldReason::RetireInProgress,
+                        format!(
+                            "pid {} has the lease open: a retire may be running",
+                            pids.join(", ")
+                        ),
+                    ));
+                    return Ok(());
+                }
+                None
+            }
+            Some(l) => match crate::lease::try_exclusive_checked(l, rec.uid) {
+                Ok(f) => Some(f),
+                Err(h) if h.reason == HoldReason::ConsumerAlive => {
+                    item.hold(Hold::new(
+                        HoldReason::RetireInProgress,
+                        format!("the lease is locked: a retire is running ({})", h.detail),
+                    ));
+                    return Ok(());
+                }
+                Err(h) if h.reason == HoldReason::LeaseMissing => {
+                    lease_missing = true;
+                    None
+                }
+                Err(h) => {
+                    item.hold(h);
+                    return Ok(());
+                }
+            },
+        };
+        let registered = self.registered(&rec.repo, &path)?;
+        match (found(&path)?, registered) {
+            (Found::Absent, Some(false) | None) => {
+                if !self.apply {
+                    item.disposition = ReapDisposition::WouldRemove;
+                    item.detail.push(format!(
+                        "the removal of `{shown}` finished before a crash: would complete the tombstone and record removed"
+                    ));
+                    return Ok(());
+                }
+                let tomb = Tombstone {
+                    path: wt.path.clone(),
+                    id: rec.id.clone(),
+                    removed_at: crate::registry::now(),
+                    bytes_reclaimed: 0,
+                    free_before: 0,
+                    free_after: free_bytes(&rec.root.path()),
+                    evidence: serde_json::json!({
+                        "finished_by": "lease reap",
+                        "found": "the directory and its registration were already gone; bytes reclaimed unknown",
+                        "head": rec.outcome.as_ref().and_then(|o| o.head.clone()),
+                        "archive": rec.archive.as_ref().map(|a| a.location.clone()),
+                        "lease_missing": lease_missing,
+                    }),
+                };
+                let t2 = tomb.clone();
+                self.reg.update(&rec.id, |r| {
+                    r.tombstone = Some(t2);
+                    r.set_state(State::Removed)
+                })?;
+                if let (Some(l), Some(_)) = (&rec.lease, &lock) {
+                    // Unlinked under the exclusive lock, which closes with `lock`.
+                    let _ = fs::remove_file(l.path());
+                }
+                drop(lock);
+                item.disposition = ReapDisposition::Removed;
+                item.detail.push(format!(
+                    "the removal of `{shown}` finished before a crash: tombstone completed"
+                ));
+                let mut t = TargetReport::new(
+                    Some(rec.id.clone()),
+                    Some(wt.path.clone()),
+                    crate::plan::Disposition::Removed,
+                );
+                t.tombstone = Some(tomb);
+                item.retire = Some(t);
+                Ok(())
+            }
+            (Found::Absent, Some(true)) => {
+                item.hold(Hold::new(
+                    HoldReason::PathIdentity,
+                    format!("`{shown}` is gone but still registered: the removal stopped halfway"),
+                ));
+                item.next = Some(format!(
+                    "`lease repair {shown}` removes that one registration and records the removal"
+                ));
+                Ok(())
+            }
+            (Found::Dir, _) if lease_missing => {
+                item.hold(Hold::new(
+                    HoldReason::LeaseMissing,
+                    format!("`{shown}` is still there but its lease file is gone"),
+                ));
+                Ok(())
+            }
+            (Found::Dir, _) => {
+                if !self.apply {
+                    item.disposition = ReapDisposition::WouldFinish;
+                    item.detail.push(format!(
+                        "a retire stopped before removing `{shown}`: would return it to terminal and run the retire gates again"
+                    ));
+                    return Ok(());
+                }
+                self.reg.update(&rec.id, |r| r.set_state(State::Terminal))?;
+                drop(lock);
+                item.detail.push(
+                    "a retire stopped before removal: returned to terminal, gates run again".into(),
+                );
+                let now = self.reg.get(&rec.id)?;
+                self.candidate(&now, item);
+                Ok(())
+            }
+            (Found::NotDir, _) => {
+                item.hold(Hold::new(
+                    HoldReason::PathIdentity,
+                    format!("`{shown}` is no longer a directory"),
+                ));
+                Ok(())
+            }
+        }
+    }
+}
+
+/// True if the record carries a retention that waits for `terminal`
+/// (see [`crate::plan::gate_retention`]).
+fn pending_hold(rec: &Record) -> bool {
+    matches!(rec.state, State::Active | State::Interrupted) && rec.retention.is_some()
+}
+
+fn until(until: Option<&str>, expired: bool) -> String {
+    match (until, expired) {
+        (Some(u), true) => format!(", expired at {u}"),
+        (Some(u), false) => format!(" until {u}"),
+        (None, _) => String::new(),
+    }
+}

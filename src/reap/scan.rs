@@ -1,0 +1,451 @@
+//! What no record claims: orphan directories in the worktree roots and
+//! orphan registrations in known repositories (reported, persisted with
+//! their first-seen time in `orphans.json`, never deleted), and scratch
+//! repositories left by processes that are gone.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::io::ErrorKind;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::ReapReport;
+use crate::error::Result;
+use crate::git::{self, Git};
+use crate::paths::StateRoot;
+use crate::registry::{Loaded, Registry, State};
+use crate::report::lossless;
+
+/// The schema of `orphans.json`.
+const ORPHANS_SCHEMA: u64 = 1;
+
+/// What an orphan is on disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OrphanKind {
+    /// A directory.
+    Directory,
+    /// A regular file.
+    File,
+    /// A symbolic link (never followed).
+    Symlink,
+    /// A FIFO, socket or device.
+    Other,
+    /// Nothing: a registration whose directory is gone.
+    Missing,
+}
+
+/// A directory in a worktree root, or a registration in a known repository,
+/// that no record claims. Reported, persisted with its first-seen time, and
+/// never deleted.
+#[derive(Debug, Clone, Serialize)]
+pub struct Orphan {
+    /// The path (lossless: UTF-8 as is, else escaped plus base64).
+    pub path: String,
+    /// What is there now.
+    pub kind: OrphanKind,
+    /// True if it lies in a worktree root of lease.
+    pub in_root: bool,
+    /// True if `git worktree list` of `repo` names it.
+    pub registered: bool,
+    /// The repository that registers it.
+    pub repo: Option<String>,
+    /// When a reap first saw it (`None`: a dry run sees it for the first time).
+    pub first_seen: Option<String>,
+    /// What to do next.
+    pub next: String,
+}
+
+/// Scans the worktree roots and the registrations of every repository a
+/// record names for what no record claims, and persists first-seen times.
+pub(super) fn scan_orphans(
+    reg: &Registry,
+    git: &Git,
+    apply: bool,
+    root: &StateRoot,
+    report: &mut ReapReport,
+) {
+    let loaded = match reg.scan() {
+        Ok(l) => l,
+        Err(e) => {
+            report.complete = false;
+            report.problems.push(e.to_string());
+            return;
+        }
+    };
+    let mut claimed: BTreeSet<Vec<u8>> = BTreeSet::new();
+    let mut bad_ids: BTreeSet<String> = BTreeSet::new();
+    let mut repos: BTreeSet<String> = BTreeSet::new();
+    for l in &loaded {
+        match l {
+            Loaded::Ok(r) => {
+                repos.insert(r.repo.clone());
+                if r.state != State::Removed
+                    && let Some(p) = r.expected_worktree()
+                {
+                    claimed.insert(p.as_os_str().as_bytes().to_vec());
+                }
+            }
+            Loaded::Bad { id, .. } => {
+                bad_ids.insert(id.clone());
+            }
+        }
+    }
+    let mut found: BTreeMap<Vec<u8>, Orphan> = BTreeMap::new();
+    scan_roots(root, &claimed, &bad_ids, &mut found, report);
+    for repo in &repos {
+        scan_registrations(git, repo, &claimed, &mut found, report);
+    }
+    let known = match load_orphans(root) {
+        Ok(k) => Some(k),
+        Err(e) => {
+            report.errors.push(e);
+            None
+        }
+    };
+    let now = crate::registry::now();
+    let mut seen = BTreeMap::new();
+    for o in found.values_mut() {
+        o.first_seen = match known.as_ref().and_then(|k| k.get(&o.path)) {
+            Some(t) => Some(t.first_seen.clone()),
+            None if apply => Some(now.clone()),
+            None => None,
+        };
+        if let Some(t) = &o.first_seen {
+            seen.insert(
+                o.path.clone(),
+                SeenOrphan {
+                    first_seen: t.clone(),
+                },
+            );
+        }
+    }
+    if apply
+        && let Some(known) = known
+        && known != seen
+        && let Err(e) = save_orphans(root, &seen)
+    {
+        report.errors.push(e.to_string());
+    }
+    report.orphans = found.into_values().collect();
+}
+
+fn scan_roots(
+    root: &StateRoot,
+    claimed: &BTreeSet<Vec<u8>>,
+    bad_ids: &BTreeSet<String>,
+    found: &mut BTreeMap<Vec<u8>, Orphan>,
+    report: &mut ReapReport,
+) {
+    let top = root.worktrees();
+    let mut problem = |p: &Path, e: std::io::Error| {
+        report.complete = false;
+        report
+            .problems
+            .push(format!("cannot read `{}`: {e}", p.display()));
+    };
+    let repos = match fs::read_dir(&top) {
+        Ok(rd) => rd,
+        Err(e) if e.kind() == ErrorKind::NotFound => return,
+        Err(e) => return problem(&top, e),
+    };
+    for e1 in repos {
+        let e1 = match e1 {
+            Ok(e) => e,
+            Err(e) => {
+                problem(&top, e);
+                continue;
+            }
+        };
+        let p1 = e1.path();
+        match found_kind(&p1) {
+            Ok(OrphanKind::Directory) => {}
+            Ok(kind) => {
+                add_orphan(found, &p1, kind, true, None);
+                continue;
+            }
+            Err(e) => {
+                problem(&p1, e);
+                continue;
+            }
+        }
+        let entries = match fs::read_dir(&p1) {
+            Ok(rd) => rd,
+            Err(e) => {
+                problem(&p1, e);
+                continue;
+            }
+        };
+        for e2 in entries {
+            let e2 = match e2 {
+                Ok(e) => e,
+                Err(e) => {
+                    problem(&p1, e);
+                    continue;
+                }
+            };
+            let p2 = e2.path();
+            let name = e2.file_name();
+            if claimed.contains(p2.as_os_str().as_bytes())
+                || name.to_str().is_some_and(|n| bad_ids.contains(n))
+            {
+                continue;
+            }
+            match found_kind(&p2) {
+                Ok(kind) => add_orphan(found, &p2, kind, true, None),
+                Err(e) => problem(&p2, e),
+            }
+        }
+    }
+}
+
+fn scan_registrations(
+    git: &Git,
+    repo: &str,
+    claimed: &BTreeSet<Vec<u8>>,
+    found: &mut BTreeMap<Vec<u8>, Orphan>,
+    report: &mut ReapReport,
+) {
+    let path = Path::new(repo);
+    match fs::symlink_metadata(path) {
+        Err(e) if e.kind() == ErrorKind::NotFound => {
+            report.notes.push(format!(
+                "repository `{repo}` named by a record is gone; it has no registrations to scan"
+            ));
+            return;
+        }
+        Err(e) => {
+            report.complete = false;
+            report
+                .problems
+                .push(format!("cannot read repository `{repo}`: {e}"));
+            return;
+        }
+        Ok(_) => {}
+    }
+    let list = git.repo(path).and_then(|rg| {
+        rg.cmd(path)
+            .args(["worktree", "list", "--porcelain", "-z"])
+            .probe()
+    });
+    let list = match list {
+        Ok(l) => l,
+        Err(e) => {
+            report.complete = false;
+            report
+                .problems
+                .push(format!("cannot list the worktrees of `{repo}`: {e}"));
+            return;
+        }
+    };
+    for e in git::parse_worktrees(&list).iter().skip(1) {
+        if e.bare || claimed.contains(&e.path) {
+            continue;
+        }
+        let p = e.path();
+        match found_kind(&p) {
+            Ok(kind) => add_orphan(found, &p, kind, false, Some(repo)),
+            Err(err) => {
+                report.complete = false;
+                report
+                    .problems
+                    .push(format!("cannot read `{}`: {err}", p.display()));
+            }
+        }
+    }
+}
+
+/// Removes (or, in a dry run, lists) scratch repositories whose creator
+/// is gone. Names end in `-<pid>` of the lease process that made them; a
+/// live process with that pid, even an unrelated one, keeps them.
+pub(super) fn sweep_scratch(apply: bool, root: &StateRoot, report: &mut ReapReport) {
+    let dir = root.scratch();
+    let entries = match fs::read_dir(&dir) {
+        Ok(rd) => rd,
+        Err(e) if e.kind() == ErrorKind::NotFound => return,
+        Err(e) => {
+            report.complete = false;
+            report
+                .problems
+                .push(format!("cannot read `{}`: {e}", dir.display()));
+            return;
+        }
+    };
+    for e in entries.flatten() {
+        let path = e.path();
+        let pid = e
+            .file_name()
+            .to_str()
+            .and_then(|n| n.rsplit_once('-'))
+            .and_then(|(_, p)| p.parse::<u32>().ok());
+        let Some(pid) = pid else { continue };
+        if crate::sys::start_time(pid).is_some() {
+            continue;
+        }
+        if apply && let Err(err) = crate::paths::remove_scratch(root, &path) {
+            report.errors.push(err.to_string());
+            continue;
+        }
+        report.scratch.push(lossless(path.as_os_str().as_bytes()));
+    }
+}
+
+fn found_kind(path: &Path) -> std::io::Result<OrphanKind> {
+    match fs::symlink_metadata(path) {
+        Ok(m) => {
+            let t = m.file_type();
+            Ok(if t.is_dir() {
+                OrphanKind::Directory
+            } else if t.is_symlink() {
+                OrphanKind::Symlink
+            } else if t.is_file() {
+                OrphanKind::File
+            } else {
+                OrphanKind::Other
+            })
+        }
+        Err(e) if e.kind() == ErrorKind::NotFound => Ok(OrphanKind::Missing),
+        Err(e) => Err(e),
+    }
+}
+
+/// Records an orphan found in a root (`repo` is `None`) or as a registration.
+fn add_orphan(
+    found: &mut BTreeMap<Vec<u8>, Orphan>,
+    path: &Path,
+    kind: OrphanKind,
+    in_root: bool,
+    repo: Option<&str>,
+) {
+    let bytes = path.as_os_str().as_bytes().to_vec();
+    let o = found.entry(bytes.clone()).or_insert_with(|| Orphan {
+        path: lossless(&bytes),
+        kind,
+        in_root: false,
+        registered: false,
+        repo: None,
+        first_seen: None,
+        next: String::new(),
+    });
+    o.in_root |= in_root;
+    if let Some(r) = repo {
+        o.registered = true;
+        o.repo = Some(r.to_string());
+    }
+    let shown = path.display();
+    o.next = match (o.registered, o.kind) {
+        (true, OrphanKind::Missing) => format!(
+            "the directory is gone: `lease repair {shown}` removes this one registration (never a repository-wide prune)"
+        ),
+        (true, _) => format!(
+            "`lease exec --adopt {shown} -- true` records it so the retire gates can take it; reap never deletes an orphan"
+        ),
+        (false, _) => {
+            "not a registered worktree: inspect it and remove it yourself if it is yours; reap never deletes an orphan".to_string()
+        }
+    };
+}
+
+/// One entry of `orphans.json`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct SeenOrphan {
+    first_seen: String,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct OrphanFile {
+    schema: u64,
+    orphans: BTreeMap<String, SeenOrphan>,
+}
+
+/// Reads `<state root>/orphans.json`; missing means none seen yet.
+fn load_orphans(root: &StateRoot) -> Result<BTreeMap<String, SeenOrphan>, String> {
+    let path = orphans_file(root);
+    let bytes = match fs::read(&path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(BTreeMap::new()),
+        Err(e) => return Err(format!("cannot read `{}`: {e}", path.display())),
+    };
+    match serde_json::from_slice::<OrphanFile>(&bytes) {
+        Ok(f) if f.schema == ORPHANS_SCHEMA => Ok(f.orphans),
+        Ok(f) => Err(format!(
+            "`{}` is of schema {}, not {ORPHANS_SCHEMA}; left as it is",
+            path.display(),
+            f.schema
+        )),
+        Err(e) => Err(format!(
+            "`{}` is corrupt ({e}); left as it is, first-seen times are not updated",
+            path.display()
+        )),
+    }
+}
+
+fn save_orphans(root: &StateRoot, seen: &BTreeMap<String, SeenOrphan>) -> Result<()> {
+    let file = OrphanFile {
+        schema: ORPHANS_SCHEMA,
+        orphans: seen.clone(),
+    };
+    let bytes = serde_json::to_vec_pretty(&file).expect("orphans serialize");
+    crate::paths::write_atomic(&orphans_file(root), &bytes)
+}
+
+fn orphans_file(root: &StateRoot) -> PathBuf {
+    root.path().join("orphans.json")
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn orphan_hints_follow_what_is_there() {
+        let mut found = BTreeMap::new();
+        add_orphan(
+            &mut found,
+            Path::new("/r/wt"),
+            OrphanKind::Missing,
+            false,
+            Some("/r/.git"),
+        );
+        add_orphan(
+            &mut found,
+            Path::new("/s/x"),
+            OrphanKind::Directory,
+            true,
+            None,
+        );
+        add_orphan(
+            &mut found,
+            Path::new("/s/x"),
+            OrphanKind::Directory,
+            false,
+            Some("/r/.git"),
+        );
+        let gone = &found[&b"/r/wt".to_vec()];
+        assert!(gone.next.contains("lease repair /r/wt"), "{}", gone.next);
+        let both = &found[&b"/s/x".to_vec()];
+        assert!(both.in_root && both.registered);
+        assert!(both.next.contains("--adopt"), "{}", both.next);
+    }
+
+    #[test]
+    fn orphans_file_round_trips_and_refuses_garbage() {
+        let t = tempfile::tempdir().unwrap();
+        let root = StateRoot::at(t.path().to_path_buf());
+        assert!(load_orphans(&root).unwrap().is_empty());
+        let mut m = BTreeMap::new();
+        m.insert(
+            "/a".to_string(),
+            SeenOrphan {
+                first_seen: "2026-01-01T00:00:00Z".into(),
+            },
+        );
+        save_orphans(&root, &m).unwrap();
+        assert_eq!(load_orphans(&root).unwrap(), m);
+        fs::write(orphans_file(&root), b"{").unwrap();
+        assert!(load_orphans(&root).is_err());
+    }
+}

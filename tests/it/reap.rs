@@ -1,0 +1,1178 @@
+//! `lease reap`, `lease hold`/`release` and `lease repair`: crash recovery at
+//! each fault point, a report over every state, retention, one reaper at a
+//! time, and scoped repair of one stale registration.
+
+use std::fs;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Output, Stdio};
+
+use sha2::Digest;
+
+use crate::support::*;
+
+/// SPEC/Record's legal transitions, written out independently of the code.
+const LEGAL: &[(&str, &str)] = &[
+    ("planned", "active"),
+    ("planned", "removed"),
+    ("planned", "interrupted"),
+    ("active", "terminal"),
+    ("active", "interrupted"),
+    ("terminal", "retained"),
+    ("retained", "terminal"),
+    ("terminal", "retiring"),
+    ("interrupted", "retiring"),
+    ("retiring", "removed"),
+    ("retiring", "terminal"),
+    ("terminal", "active"),
+    ("retained", "active"),
+    ("interrupted", "active"),
+];
+
+fn ids(env: &TestEnv) -> Vec<String> {
+    env.records()
+        .iter()
+        .map(|r| r["id"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// Runs `lease` with extra environment and returns its output and the id of
+/// the one record it made.
+fn lease_new(env: &TestEnv, dir: &Path, vars: &[(&str, &str)], args: &[&str]) -> (Output, String) {
+    let before = ids(env);
+    let o = env
+        .lease()
+        .current_dir(dir)
+        .envs(vars.iter().copied())
+        .args(args)
+        .output()
+        .unwrap();
+    let new: Vec<String> = ids(env)
+        .into_iter()
+        .filter(|i| !before.contains(i))
+        .collect();
+    assert_eq!(new.len(), 1, "one new record: {}", stderr(&o));
+    (o, new.into_iter().next().unwrap())
+}
+
+/// `lease exec` with `LEASE_FI_CRASH=step`: the launcher dies of SIGKILL there.
+fn crash_at(env: &TestEnv, repo: &Path, step: &str, script: &str) -> String {
+    let (o, id) = lease_new(
+        env,
+        repo,
+        &[("LEASE_FI_CRASH", step)],
+        &["exec", "--", "sh", "-c", script],
+    );
+    assert_eq!(o.status.code(), None, "killed at {step}: {}", stderr(&o));
+    id
+}
+
+/// Starts `lease` in the background with extra environment (killed on drop).
+fn spawn_with(env: &TestEnv, vars: &[(&str, &str)], args: &[&str]) -> Bg {
+    let mut c = env.lease();
+    c.envs(vars.iter().copied())
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0);
+    Bg(Some(c.spawn().unwrap()))
+}
+
+fn reap(env: &TestEnv, args: &[&str]) -> (Output, serde_json::Value) {
+    let o = env
+        .lease()
+        .arg("reap")
+        .arg("--json")
+        .args(args)
+        .output()
+        .unwrap();
+    let v = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}\n{}", stdout(&o), stderr(&o)));
+    (o, v)
+}
+
+fn item<'a>(report: &'a serde_json::Value, id: &str) -> &'a serde_json::Value {
+    report["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["id"] == id)
+        .unwrap_or_else(|| panic!("no item {id} in {report:#}"))
+}
+
+fn codes(v: &serde_json::Value) -> Vec<String> {
+    v["reasons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r.as_str().unwrap().to_string())
+        .collect()
+}
+
+fn worktree_of(env: &TestEnv, id: &str) -> PathBuf {
+    PathBuf::from(env.record_of(id)["worktree"]["path"].as_str().unwrap())
+}
+
+fn registered(env: &TestEnv, repo: &Path, wt: &Path) -> bool {
+    env.git(repo, &["worktree", "list", "--porcelain"])
+        .lines()
+        .any(|l| l.strip_prefix("worktree ") == Some(wt.to_str().unwrap()))
+}
+
+/// Checks the whole audit log: every line chains to the one before, and the
+/// transitions of `id` form one legal path from `planned` to its current
+/// state, one line per transition. Returns them.
+fn assert_transitions(env: &TestEnv, id: &str) -> Vec<(String, String)> {
+    let text = fs::read_to_string(env.state.join("audit.jsonl")).unwrap();
+    let mut prev = "0".repeat(64);
+    for line in text.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert_eq!(v["prev"], prev.as_str(), "audit chain broken at {line}");
+        prev = sha2::Sha256::digest(line.as_bytes())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+    }
+    let lines: Vec<serde_json::Value> = env.audit().into_iter().filter(|l| l["id"] == id).collect();
+    assert_eq!(lines[0]["event"], "create");
+    assert_eq!(lines[0]["to"], "planned");
+    let mut state = "planned".to_string();
+    let mut path = Vec::new();
+    for l in lines.iter().filter(|l| l["event"] == "transition") {
+        let (from, to) = (
+            l["from"].as_str().unwrap().to_string(),
+            l["to"].as_str().unwrap().to_string(),
+        );
+        assert_eq!(from, state, "transitions of {id} do not chain: {lines:#?}");
+        assert!(
+            LEGAL.contains(&(from.as_str(), to.as_str())),
+            "illegal {from} -> {to}"
+        );
+        state = to.clone();
+        path.push((from, to));
+    }
+    assert_eq!(env.record_of(id)["state"], state.as_str());
+    path
+}
+
+/// Asserts `id` ended removed: directory and registration gone, lease file
+/// unlinked, tombstone written; and a second reap changes nothing at all.
+fn assert_finished(env: &TestEnv, repo: &Path, id: &str) {
+    let rec = env.record_of(id);
+    assert_eq!(rec["state"], "removed", "{rec:#}");
+    assert_eq!(rec["tombstone"]["id"], id);
+    if let Some(wt) = rec["worktree"]["path"].as_str() {
+        assert!(!Path::new(wt).exists(), "directory gone");
+        assert!(!registered(env, repo, Path::new(wt)), "registration gone");
+    }
+    if let Some(l) = rec["lease"]["path"].as_str() {
+        assert!(!Path::new(l).exists(), "lease file unlinked");
+    }
+    let before = manifest(&env.state);
+    let (o, v) = reap(env, &["--apply"]);
+    assert_code(&o, 0);
+    assert!(v["items"].as_array().unwrap().is_empty(), "{v:#}");
+    assert_eq!(
+        manifest(&env.state),
+        before,
+        "a second reap changed something"
+    );
+}
+
+fn states(path: &[(String, String)]) -> Vec<&str> {
+    let mut v = vec!["planned"];
+    v.extend(path.iter().map(|(_, to)| to.as_str()));
+    v
+}
+
+#[test]
+fn crash_after_planned_is_finished_as_nothing_created() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let id = crash_at(&env, &repo, "exec-planned", "true");
+    assert_eq!(env.record_of(&id)["state"], "planned");
+    let (o, v) = reap(&env, &[]);
+    assert_code(&o, 0);
+    assert_eq!(item(&v, &id)["disposition"], "would-remove");
+    assert_eq!(
+        env.record_of(&id)["state"],
+        "planned",
+        "a dry run changes nothing"
+    );
+    let (o, v) = reap(&env, &["--apply"]);
+    assert_code(&o, 0);
+    assert_eq!(item(&v, &id)["disposition"], "removed");
+    let rec = env.record_of(&id);
+    assert!(
+        rec["tombstone"]["evidence"]["nothing_created"].is_string(),
+        "{rec:#}"
+    );
+    assert_eq!(
+        states(&assert_transitions(&env, &id)),
+        ["planned", "removed"]
+    );
+    assert_finished(&env, &repo, &id);
+}
+
+#[test]
+fn crash_after_active_is_proven_interrupted_and_removed() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let id = crash_at(&env, &repo, "exec-active", "true");
+    let wt = worktree_of(&env, &id);
+    assert!(wt.is_dir());
+    let (o, v) = reap(&env, &[]);
+    assert_code(&o, 0);
+    assert_eq!(item(&v, &id)["disposition"], "would-remove");
+    let (o, v) = reap(&env, &["--apply"]);
+    assert_code(&o, 0);
+    assert_eq!(item(&v, &id)["disposition"], "removed");
+    assert_eq!(
+        states(&assert_transitions(&env, &id)),
+        ["planned", "active", "interrupted", "retiring", "removed"]
+    );
+    assert_finished(&env, &repo, &id);
+}
+
+#[test]
+fn crash_after_the_bundle_is_written_archives_and_removes() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let id = crash_at(
+        &env,
+        &repo,
+        "archive-written",
+        "echo w > w.txt && git add w.txt && git commit -qm agent-work",
+    );
+    let rec = env.record_of(&id);
+    assert_eq!(rec["state"], "terminal");
+    assert!(rec["archive"].is_null(), "the crash came before the record");
+    let tip = env.git(&repo, &["rev-parse", rec["branch"].as_str().unwrap()]);
+    let (o, _) = reap(&env, &["--apply"]);
+    assert_code(&o, 0);
+    let rec = env.record_of(&id);
+    assert_eq!(rec["archive"]["tip"], tip.as_str());
+    // No work lost: the recorded bundle holds the commit.
+    let heads = env.git(
+        &repo,
+        &[
+            "bundle",
+            "list-heads",
+            rec["archive"]["location"].as_str().unwrap(),
+        ],
+    );
+    assert!(heads.contains(&tip), "{heads}");
+    assert_eq!(
+        states(&assert_transitions(&env, &id)),
+        ["planned", "active", "terminal", "retiring", "removed"]
+    );
+    assert_finished(&env, &repo, &id);
+}
+
+#[test]
+fn crash_before_remove_is_resumed_through_the_gates() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let id = crash_at(
+        &env,
+        &repo,
+        "retire-before-remove",
+        "echo w > w.txt && git add w.txt && git commit -qm agent-work",
+    );
+    assert_eq!(env.record_of(&id)["state"], "retiring");
+    assert!(worktree_of(&env, &id).is_dir());
+    // A plain retire does not take a retiring record; reap does.
+    let o = env.lease().args(["retire", &id]).output().unwrap();
+    assert_code(&o, 1);
+    let (o, v) = reap(&env, &[]);
+    assert_code(&o, 0);
+    assert_eq!(item(&v, &id)["disposition"], "would-finish");
+    let (o, v) = reap(&env, &["--apply"]);
+    assert_code(&o, 0);
+    assert_eq!(item(&v, &id)["disposition"], "removed");
+    assert_eq!(
+        states(&assert_transitions(&env, &id)),
+        [
+            "planned", "active", "terminal", "retiring", "terminal", "retiring", "removed"
+        ]
+    );
+    let rec = env.record_of(&id);
+    assert!(
+        rec["archive"]["location"].is_string(),
+        "archived before removal"
+    );
+    assert_finished(&env, &repo, &id);
+}
+
+#[test]
+fn crash_before_remove_after_git_finished_completes_the_tombstone() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let id = crash_at(&env, &repo, "retire-before-remove", "true");
+    let wt = worktree_of(&env, &id);
+    // As if the crash came after git removed the worktree.
+    env.git(&repo, &["worktree", "remove", wt.to_str().unwrap()]);
+    let (o, v) = reap(&env, &[]);
+    assert_code(&o, 0);
+    assert_eq!(item(&v, &id)["disposition"], "would-remove");
+    let (o, v) = reap(&env, &["--apply"]);
+    assert_code(&o, 0);
+    assert_eq!(item(&v, &id)["disposition"], "removed");
+    assert_eq!(
+        states(&assert_transitions(&env, &id)),
+        ["planned", "active", "terminal", "retiring", "removed"]
+    );
+    assert_finished(&env, &repo, &id);
+}
+
+#[test]
+fn reap_report_covers_every_state_orphans_and_a_missing_registration() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let pause = env.root.join("pause");
+    fs::create_dir(&pause).unwrap();
+    let repo_s = repo.to_str().unwrap();
+    // planned, creator alive: paused right after the record was written.
+    let planning = spawn_with(
+        &env,
+        &[
+            ("LEASE_FI_PAUSE", "exec-planned"),
+            ("LEASE_FI_DIR", pause.to_str().unwrap()),
+        ],
+        &["exec", "--repo", repo_s, "--", "true"],
+    );
+    wait_until("exec to pause at exec-planned", || {
+        pause.join("paused-exec-planned").exists()
+    });
+    let planned_alive = ids(&env)[0].clone();
+    // planned, creator gone.
+    let planned_gone = crash_at(&env, &repo, "exec-planned", "true");
+    // active, launcher alive.
+    let ready = env.file("ready");
+    let script = format!("echo $$ > {}; exec sleep 600", ready.display());
+    let before = ids(&env);
+    let running = spawn_with(
+        &env,
+        &[],
+        &["exec", "--repo", repo_s, "--", "sh", "-c", &script],
+    );
+    let child = read_pid(&ready);
+    let _child = KillOnDrop(child);
+    let active_alive = ids(&env).into_iter().find(|i| !before.contains(i)).unwrap();
+    // active, every launcher gone, lease free.
+    let active_gone = crash_at(&env, &repo, "exec-active", "true");
+    // terminal, held by an untracked file.
+    let (_, terminal_held) = lease_new(
+        &env,
+        &repo,
+        &[],
+        &["exec", "--", "sh", "-c", "echo n > notes"],
+    );
+    // terminal, clean: kept, then released.
+    let (_, terminal_clean) = lease_new(&env, &repo, &[], &["exec", "--keep", "--", "true"]);
+    assert_code(
+        &env.lease()
+            .args(["release", &terminal_clean])
+            .output()
+            .unwrap(),
+        0,
+    );
+    // retained, and retained past its expiry.
+    let (_, retained) = lease_new(&env, &repo, &[], &["exec", "--keep", "--", "true"]);
+    let (_, expired) = lease_new(&env, &repo, &[], &["exec", "--keep", "--", "true"]);
+    let file = env.state.join("records").join(format!("{expired}.json"));
+    let mut rec = env.record_of(&expired);
+    rec["retention"]["until"] = "2020-01-01T00:00:00Z".into();
+    fs::write(&file, serde_json::to_vec_pretty(&rec).unwrap()).unwrap();
+    // interrupted, held by an untracked file.
+    let interrupted = crash_at(&env, &repo, "exec-active", "true");
+    fs::write(worktree_of(&env, &interrupted).join("notes"), "n").unwrap();
+    assert_code(
+        &env.lease().args(["retire", &interrupted]).output().unwrap(),
+        1,
+    );
+    assert_eq!(env.record_of(&interrupted)["state"], "interrupted");
+    // retiring: crashed right before `git worktree remove`.
+    let retiring = crash_at(&env, &repo, "retire-before-remove", "true");
+    // removed.
+    let (_, removed) = lease_new(&env, &repo, &[], &["exec", "--", "true"]);
+    assert_eq!(env.record_of(&removed)["state"], "removed");
+    // adopted, terminal.
+    let handoff = env.root.join("handoff");
+    env.git(
+        &repo,
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "-b",
+            "handoff",
+            handoff.to_str().unwrap(),
+        ],
+    );
+    let (_, adopted) = lease_new(
+        &env,
+        &repo,
+        &[],
+        &["exec", "--adopt", handoff.to_str().unwrap(), "--", "true"],
+    );
+    // Orphans: a stray directory in the root, a registration whose directory
+    // is gone, and a registered worktree no record names.
+    let stray = worktree_of(&env, &retained).parent().unwrap().join("stray");
+    fs::create_dir(&stray).unwrap();
+    let gone = env.root.join("gone");
+    env.git(
+        &repo,
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "-b",
+            "gone",
+            gone.to_str().unwrap(),
+        ],
+    );
+    fs::remove_dir_all(&gone).unwrap();
+    let unrecorded = env.root.join("unrecorded");
+    env.git(
+        &repo,
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "-b",
+            "unrec",
+            unrecorded.to_str().unwrap(),
+        ],
+    );
+
+    // The dry run: complete, truthful, and writes nothing.
+    let state_before = manifest(&env.state);
+    let admins_before = manifest(&repo.join(".git/worktrees"));
+    let (o, v) = reap(&env, &[]);
+    assert_code(&o, 1);
+    assert_eq!(
+        manifest(&env.state),
+        state_before,
+        "a dry run wrote something"
+    );
+    assert_eq!(manifest(&repo.join(".git/worktrees")), admins_before);
+    assert_eq!(v["dry_run"], true);
+    assert_eq!(v["complete"], true, "{v:#}");
+    assert_eq!(v["skipped_removed"], 1);
+    assert_eq!(v["items"].as_array().unwrap().len(), 11, "{v:#}");
+    let expect = [
+        (&planned_alive, "held", vec!["launcher-alive"]),
+        (&planned_gone, "would-remove", vec![]),
+        (&active_alive, "held", vec!["launcher-alive"]),
+        (&active_gone, "would-remove", vec![]),
+        (&terminal_held, "held", vec!["untracked"]),
+        (&terminal_clean, "would-remove", vec![]),
+        (&retained, "retained", vec!["retained"]),
+        (&expired, "retained", vec!["retained"]),
+        (&interrupted, "held", vec!["untracked"]),
+        (&retiring, "would-finish", vec![]),
+        (&adopted, "reported", vec![]),
+    ];
+    for (id, disposition, reasons) in &expect {
+        let i = item(&v, id);
+        assert_eq!(i["disposition"], *disposition, "{i:#}");
+        assert_eq!(codes(i), *reasons, "{i:#}");
+    }
+    assert_eq!(item(&v, &expired)["expired"], true);
+    assert_eq!(item(&v, &retained)["expired"], false);
+    let orphans = v["orphans"].as_array().unwrap();
+    let orphan = |p: &Path| {
+        orphans
+            .iter()
+            .find(|o| o["path"] == p.to_str().unwrap())
+            .unwrap_or_else(|| panic!("no orphan {}: {orphans:#?}", p.display()))
+    };
+    assert_eq!(orphans.len(), 3, "{orphans:#?}");
+    let o1 = orphan(&stray);
+    assert_eq!(
+        (&o1["kind"], &o1["in_root"], &o1["registered"]),
+        (&"directory".into(), &true.into(), &false.into())
+    );
+    let o2 = orphan(&gone);
+    assert_eq!(
+        (&o2["kind"], &o2["registered"]),
+        (&"missing".into(), &true.into())
+    );
+    assert!(o2["next"].as_str().unwrap().contains("lease repair"));
+    let o3 = orphan(&unrecorded);
+    assert_eq!(
+        (&o3["kind"], &o3["registered"]),
+        (&"directory".into(), &true.into())
+    );
+    assert!(orphans.iter().all(|o| o["first_seen"].is_null()));
+
+    // The apply.
+    let (o, v) = reap(&env, &["--apply"]);
+    assert_code(&o, 1);
+    assert_eq!(v["complete"], true);
+    let after = |id: &str| env.record_of(id)["state"].as_str().unwrap().to_string();
+    for (id, disposition, state) in [
+        (&planned_alive, "held", "planned"),
+        (&planned_gone, "removed", "removed"),
+        (&active_alive, "held", "active"),
+        (&active_gone, "removed", "removed"),
+        (&terminal_held, "held", "terminal"),
+        (&terminal_clean, "removed", "removed"),
+        (&retained, "retained", "retained"),
+        (&expired, "retained", "retained"),
+        (&interrupted, "held", "interrupted"),
+        (&retiring, "removed", "removed"),
+        (&adopted, "reported", "terminal"),
+    ] {
+        assert_eq!(
+            item(&v, id)["disposition"],
+            disposition,
+            "{:#}",
+            item(&v, id)
+        );
+        assert_eq!(after(id), state, "{id}");
+        assert_eq!(item(&v, id)["after"], state);
+        assert_transitions(&env, id);
+    }
+    assert!(v["bytes_reclaimed"].as_u64().unwrap() > 0);
+    assert!(
+        worktree_of(&env, &expired).is_dir(),
+        "never deleted on expiry"
+    );
+    assert!(handoff.is_dir() && stray.is_dir() && unrecorded.is_dir());
+    assert!(
+        registered(&env, &repo, &gone),
+        "a missing registration is not pruned"
+    );
+    let first: Vec<String> = v["orphans"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["first_seen"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(first.len(), 3);
+    let persisted: serde_json::Value =
+        serde_json::from_slice(&fs::read(env.state.join("orphans.json")).unwrap()).unwrap();
+    assert_eq!(persisted["orphans"].as_object().unwrap().len(), 3);
+    // A second apply keeps the first-seen times.
+    let (_, again) = reap(&env, &["--apply"]);
+    let second: Vec<String> = again["orphans"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["first_seen"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(first, second);
+    // Let the paused exec go on; it finishes on its own.
+    fs::write(pause.join("resume-exec-planned"), "").unwrap();
+    let o = planning.wait();
+    assert_code(&o, 0);
+    drop(running);
+}
+
+/// The worktree, its admin directory and its record, byte for byte.
+fn untouched(env: &TestEnv, repo: &Path, id: &str) -> (Manifest, Manifest, serde_json::Value) {
+    let wt = worktree_of(env, id);
+    (
+        manifest(&wt),
+        manifest(&admin_dir(repo, &wt)),
+        env.record_of(id),
+    )
+}
+
+#[test]
+fn reap_never_touches_a_retained_or_adopted_worktree() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let (_, kept) = lease_new(&env, &repo, &[], &["exec", "--keep", "--", "true"]);
+    let (_, expired) = lease_new(&env, &repo, &[], &["exec", "--keep", "--", "true"]);
+    let file = env.state.join("records").join(format!("{expired}.json"));
+    let mut rec = env.record_of(&expired);
+    rec["retention"]["until"] = "2020-01-01T00:00:00Z".into();
+    fs::write(&file, serde_json::to_vec_pretty(&rec).unwrap()).unwrap();
+    let handoff = env.root.join("handoff");
+    env.git(
+        &repo,
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "-b",
+            "handoff",
+            handoff.to_str().unwrap(),
+        ],
+    );
+    let (_, adopted) = lease_new(
+        &env,
+        &repo,
+        &[],
+        &["exec", "--adopt", handoff.to_str().unwrap(), "--", "true"],
+    );
+    // A hold made while active, then the launcher crashed.
+    let crashed = crash_at(&env, &repo, "exec-active", "true");
+    let o = env
+        .lease()
+        .args(["hold", &crashed, "--reason", "inspect the crash"])
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+    let snaps: Vec<_> = [&kept, &expired, &adopted]
+        .iter()
+        .map(|id| untouched(&env, &repo, id))
+        .collect();
+    let crashed_tree = manifest(&worktree_of(&env, &crashed));
+    for _ in 0..2 {
+        let (o, v) = reap(&env, &["--apply"]);
+        assert_code(&o, 0);
+        assert_eq!(item(&v, &adopted)["disposition"], "reported");
+        assert_eq!(item(&v, &crashed)["disposition"], "retained");
+    }
+    for (id, snap) in [&kept, &expired, &adopted].iter().zip(&snaps) {
+        assert_eq!(&untouched(&env, &repo, id), snap, "{id} changed");
+    }
+    // The crashed one is proven interrupted, and kept.
+    let rec = env.record_of(&crashed);
+    assert_eq!(rec["state"], "interrupted");
+    assert_eq!(rec["retention"]["reason"], "inspect the crash");
+    assert_eq!(manifest(&worktree_of(&env, &crashed)), crashed_tree);
+    // A plain retire holds it too, as retained.
+    let o = env
+        .lease()
+        .args(["retire", "--json", &crashed])
+        .output()
+        .unwrap();
+    assert_code(&o, 1);
+    assert_eq!(reasons(&o), ["retained"]);
+}
+
+#[test]
+fn a_second_reaper_is_refused_and_changes_nothing() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let id = crash_at(&env, &repo, "exec-active", "true");
+    let pause = env.root.join("pause");
+    fs::create_dir(&pause).unwrap();
+    let first = spawn_with(
+        &env,
+        &[
+            ("LEASE_FI_PAUSE", "reap-locked"),
+            ("LEASE_FI_DIR", pause.to_str().unwrap()),
+        ],
+        &["reap", "--apply"],
+    );
+    wait_until("the first reaper to hold the lock", || {
+        pause.join("paused-reap-locked").exists()
+    });
+    let before = manifest(&env.state);
+    for args in [&["reap", "--apply"][..], &["reap"][..]] {
+        let o = env.lease().args(args).output().unwrap();
+        assert_code(&o, 1);
+        assert!(
+            stderr(&o).contains("another `lease reap` is running"),
+            "{}",
+            stderr(&o)
+        );
+    }
+    assert_eq!(
+        manifest(&env.state),
+        before,
+        "the refused reaper changed something"
+    );
+    assert_eq!(env.record_of(&id)["state"], "active");
+    fs::write(pause.join("resume-reap-locked"), "").unwrap();
+    assert_code(&first.wait(), 0);
+    assert_eq!(env.record_of(&id)["state"], "removed");
+}
+
+#[test]
+fn reap_without_a_state_root_reports_nothing_and_creates_nothing() {
+    let env = TestEnv::new();
+    let (o, v) = reap(&env, &[]);
+    assert_code(&o, 0);
+    assert_eq!(v["complete"], true);
+    assert!(!env.state.exists());
+}
+
+#[test]
+fn a_corrupt_record_makes_the_reap_incomplete() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let (_, id) = lease_new(&env, &repo, &[], &["exec", "--keep", "--", "true"]);
+    let file = env.state.join("records").join(format!("{id}.json"));
+    fs::write(&file, b"{ not json").unwrap();
+    let wt_parent = fs::read_dir(env.state.join("worktrees")).unwrap().count();
+    let (o, v) = reap(&env, &["--apply"]);
+    assert_code(&o, 3);
+    assert_eq!(v["complete"], false);
+    assert!(item(&v, &id)["error"].is_string());
+    assert!(
+        v["orphans"].as_array().unwrap().is_empty(),
+        "its directory is not an orphan: {v:#}"
+    );
+    assert_eq!(fs::read(&file).unwrap(), b"{ not json", "never rewritten");
+    assert_eq!(
+        fs::read_dir(env.state.join("worktrees")).unwrap().count(),
+        wt_parent
+    );
+}
+
+#[test]
+fn hold_and_release_round_trip() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let (_, id) = lease_new(
+        &env,
+        &repo,
+        &[],
+        &["exec", "--", "sh", "-c", "echo n > notes"],
+    );
+    assert_eq!(env.record_of(&id)["state"], "terminal");
+    let run = |args: &[&str]| env.lease().args(args).output().unwrap();
+    // Refusals change nothing.
+    let unchanged = env.record_of(&id);
+    let lines = env.audit().len();
+    for bad in [
+        &["hold", &id, "--reason", "r", "--until", "yesterday"][..],
+        &[
+            "hold",
+            &id,
+            "--reason",
+            "r",
+            "--until",
+            "2020-01-01T00:00:00Z",
+        ],
+        &["hold", &id, "--reason", "r", "--owner", "nobody"],
+        &["hold", &id, "--reason", " "],
+        &["hold", "ffffffffffff", "--reason", "r"],
+        &["release", &id],
+    ] {
+        assert_code(&run(bad), 2);
+    }
+    assert_eq!(env.record_of(&id), unchanged);
+    assert_eq!(env.audit().len(), lines);
+    // Hold.
+    let o = run(&[
+        "hold",
+        &id[..8],
+        "--reason",
+        "review",
+        "--owner",
+        "person:ann",
+        "--until",
+        "7d",
+        "--json",
+    ]);
+    assert_code(&o, 0);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        (&v["from"], &v["state"]),
+        (&"terminal".into(), &"retained".into())
+    );
+    let rec = env.record_of(&id);
+    assert_eq!(rec["state"], "retained");
+    assert_eq!(rec["retention"]["owner"]["name"], "ann");
+    assert_eq!(rec["retention"]["reason"], "review");
+    let until = humantime::parse_rfc3339(rec["retention"]["until"].as_str().unwrap()).unwrap();
+    let days = until
+        .duration_since(std::time::SystemTime::now())
+        .unwrap()
+        .as_secs()
+        / 3600;
+    assert!((166..=168).contains(&days), "about 7 days: {days} h");
+    // Retire and reap hold it and change nothing else.
+    let snap = Snapshot::take(&env, &repo, &id);
+    let o = run(&["retire", "--json", &id]);
+    assert_code(&o, 1);
+    assert_eq!(reasons(&o), ["retained"]);
+    snap.assert_held_unchanged(&env, &repo, "retained");
+    // Release.
+    let o = run(&["release", &id]);
+    assert_code(&o, 0);
+    assert!(
+        stdout(&o).contains("retained -> terminal"),
+        "{}",
+        stdout(&o)
+    );
+    let rec = env.record_of(&id);
+    assert_eq!(rec["state"], "terminal");
+    assert!(rec["retention"].is_null());
+    assert_code(&run(&["release", &id]), 2);
+    let path = assert_transitions(&env, &id);
+    assert_eq!(
+        states(&path),
+        ["planned", "active", "terminal", "retained", "terminal"]
+    );
+    let events: Vec<String> = env
+        .audit()
+        .iter()
+        .filter(|l| l["id"] == id.as_str())
+        .map(|l| l["event"].as_str().unwrap().to_string())
+        .collect();
+    assert!(events.contains(&"hold".to_string()) && events.contains(&"release".to_string()));
+    // A removed record cannot be held; a corrupt one is exit 3.
+    let (_, gone) = lease_new(&env, &repo, &[], &["exec", "--", "true"]);
+    assert_code(&run(&["hold", &gone, "--reason", "r"]), 2);
+    let file = env.state.join("records").join(format!("{id}.json"));
+    fs::write(&file, b"{}").unwrap();
+    assert_code(&run(&["hold", &id, "--reason", "r"]), 3);
+    assert_code(&run(&["release", &id]), 3);
+    assert_eq!(fs::read(&file).unwrap(), b"{}");
+}
+
+#[test]
+fn a_hold_on_an_active_record_takes_effect_when_it_turns_terminal() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let ready = env.file("ready");
+    let script = format!("echo $$ > {}; exec sleep 600", ready.display());
+    let bg = env.spawn_lease(&[
+        "exec",
+        "--repo",
+        repo.to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]);
+    let child = read_pid(&ready);
+    let _guard = KillOnDrop(child);
+    let id = env.record()["id"].as_str().unwrap().to_string();
+    let o = env
+        .lease()
+        .args(["hold", &id, "--reason", "keep for review", "--json"])
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["pending"], true);
+    assert_eq!(env.record_of(&id)["state"], "active");
+    signal(child, "TERM");
+    let _ = bg.wait();
+    let rec = env.record_of(&id);
+    assert_eq!(rec["state"], "retained", "exec did not retire it");
+    assert_eq!(rec["retention"]["reason"], "keep for review");
+    assert!(worktree_of(&env, &id).is_dir());
+    assert_eq!(
+        states(&assert_transitions(&env, &id)),
+        ["planned", "active", "terminal", "retained"]
+    );
+}
+
+#[test]
+fn keep_covers_its_own_session_only() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let (_, id) = lease_new(&env, &repo, &[], &["exec", "--keep", "--", "true"]);
+    assert_eq!(env.record_of(&id)["state"], "retained");
+    let wt = worktree_of(&env, &id);
+    let o = env
+        .lease()
+        .args(["exec", "--adopt", wt.to_str().unwrap(), "--", "true"])
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+    let rec = env.record_of(&id);
+    assert_eq!(
+        rec["state"], "terminal",
+        "the guide's CI flow ends terminal"
+    );
+    assert!(rec["retention"].is_null());
+}
+
+/// A worktree added with git whose directory is then deleted.
+fn stale(env: &TestEnv, repo: &Path, name: &str) -> PathBuf {
+    let wt = env.root.join(name);
+    env.git(
+        repo,
+        &["worktree", "add", "-q", "-b", name, wt.to_str().unwrap()],
+    );
+    fs::remove_dir_all(&wt).unwrap();
+    wt
+}
+
+#[test]
+fn repair_removes_one_stale_registration_and_records_the_removal() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let (_, id) = lease_new(
+        &env,
+        &repo,
+        &[],
+        &["exec", "--", "sh", "-c", "echo n > notes"],
+    );
+    let wt = worktree_of(&env, &id);
+    let admin = admin_dir(&repo, &wt);
+    let other = stale(&env, &repo, "other");
+    let other_admin = repo.join(".git/worktrees/other");
+    fs::remove_dir_all(&wt).unwrap();
+    // Dry run: says what it would do, changes nothing.
+    let state = manifest(&env.state);
+    let admins = manifest(&repo.join(".git/worktrees"));
+    let o = env
+        .lease()
+        .args(["repair", "--dry-run", wt.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+    assert!(
+        stdout(&o).contains("would remove the registration"),
+        "{}",
+        stdout(&o)
+    );
+    assert!(
+        stdout(&o).contains(admin.to_str().unwrap()),
+        "{}",
+        stdout(&o)
+    );
+    assert_eq!(manifest(&env.state), state);
+    assert_eq!(manifest(&repo.join(".git/worktrees")), admins);
+    // Apply, from inside the repository with a relative path.
+    let rel = format!("../{}", wt.strip_prefix(&env.root).unwrap().display());
+    let o = env
+        .lease()
+        .current_dir(&repo)
+        .args(["repair", &rel])
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+    assert!(
+        stdout(&o).contains("will:"),
+        "prints the plan first: {}",
+        stdout(&o)
+    );
+    assert!(!admin.exists(), "that registration is gone");
+    assert!(other_admin.is_dir(), "the other one is untouched: no prune");
+    assert!(!registered(&env, &repo, &wt));
+    assert!(registered(&env, &repo, &other));
+    let rec = env.record_of(&id);
+    assert_eq!(rec["state"], "removed");
+    assert_eq!(rec["tombstone"]["evidence"]["repaired_by"], "lease repair");
+    assert!(!Path::new(rec["lease"]["path"].as_str().unwrap()).exists());
+    assert_eq!(
+        states(&assert_transitions(&env, &id)),
+        ["planned", "active", "terminal", "retiring", "removed"]
+    );
+    assert!(
+        env.audit()
+            .iter()
+            .any(|l| l["event"] == "repair" && l["id"] == id.as_str())
+    );
+    // The reaper reports the other stale registration and leaves it.
+    let (o, v) = reap(&env, &["--apply"]);
+    assert_code(&o, 0);
+    let orphans = v["orphans"].as_array().unwrap();
+    assert_eq!(orphans.len(), 1, "{orphans:#?}");
+    assert_eq!(orphans[0]["kind"], "missing");
+    assert!(other_admin.is_dir());
+}
+
+#[test]
+fn repair_refuses_what_is_not_stale_or_would_lose_commits() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let run = |path: &Path| {
+        env.lease()
+            .current_dir(&repo)
+            .args(["repair", "--json", path.to_str().unwrap()])
+            .output()
+            .unwrap()
+    };
+    let check = |path: &Path, reason: &str| {
+        let admins = manifest(&repo.join(".git/worktrees"));
+        let o = run(path);
+        assert_code(&o, 1);
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(codes(&v), [reason], "{v:#}");
+        assert_eq!(manifest(&repo.join(".git/worktrees")), admins, "changed");
+    };
+    // The directory is there: not stale.
+    let live = env.root.join("live");
+    env.git(
+        &repo,
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "-b",
+            "live",
+            live.to_str().unwrap(),
+        ],
+    );
+    check(&live, "path-occupied");
+    // A commit that only its HEAD reaches.
+    let lost = env.root.join("lost");
+    env.git(
+        &repo,
+        &["worktree", "add", "-q", "--detach", lost.to_str().unwrap()],
+    );
+    env.git(&lost, &["commit", "-q", "--allow-empty", "-m", "only here"]);
+    let tip = env.git(&lost, &["rev-parse", "HEAD"]);
+    fs::remove_dir_all(&lost).unwrap();
+    check(&lost, "unique-commits-unarchived");
+    // Once kept on a branch, it goes.
+    env.git(&repo, &["branch", "kept", &tip]);
+    assert_code(&run(&lost), 0);
+    // A locked registration (perhaps on an unmounted disk).
+    let locked = env.root.join("locked");
+    env.git(
+        &repo,
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "-b",
+            "locked",
+            locked.to_str().unwrap(),
+        ],
+    );
+    env.git(
+        &repo,
+        &[
+            "worktree",
+            "lock",
+            "--reason",
+            "usb disk",
+            locked.to_str().unwrap(),
+        ],
+    );
+    fs::remove_dir_all(&locked).unwrap();
+    check(&locked, "git-locked");
+    // Nothing registered there: usage.
+    assert_code(&run(&env.root.join("nothing")), 2);
+}
+
+#[test]
+fn repair_clears_a_stale_branch_checkout_for_exec() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let wt = stale(&env, &repo, "feat");
+    let o = env
+        .lease()
+        .current_dir(&repo)
+        .args(["exec", "--branch", "feat", "--", "true"])
+        .output()
+        .unwrap();
+    assert_code(&o, 125);
+    assert!(stderr(&o).contains("lease repair"), "{}", stderr(&o));
+    let o = env
+        .lease()
+        .current_dir(&repo)
+        .args(["repair", wt.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+    let o = env
+        .lease()
+        .current_dir(&repo)
+        .args(["exec", "--branch", "feat", "--", "true"])
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+}
+
+#[test]
+fn a_kept_worktree_whose_next_session_crashed_stays_kept() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let (_, id) = lease_new(&env, &repo, &[], &["exec", "--keep", "--", "true"]);
+    let wt = worktree_of(&env, &id);
+    let ready = env.file("ready");
+    let script = format!("echo $$ > {}; exec sleep 600", ready.display());
+    let bg = env.spawn_lease(&[
+        "exec",
+        "--adopt",
+        wt.to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]);
+    let child = read_pid(&ready);
+    let _guard = KillOnDrop(child);
+    // Both die without the launcher recording an exit.
+    signal(bg.pid(), "KILL");
+    wait_until("the launcher to die", || !alive(bg.pid()));
+    signal(child, "KILL");
+    wait_until("the command to die", || !alive(child));
+    assert_eq!(env.record_of(&id)["state"], "active");
+    let tree = manifest(&wt);
+    let (o, v) = reap(&env, &["--apply"]);
+    assert_code(&o, 0);
+    assert_eq!(item(&v, &id)["disposition"], "retained", "{v:#}");
+    let rec = env.record_of(&id);
+    assert_eq!(rec["state"], "interrupted");
+    assert_eq!(manifest(&wt), tree);
+    drop(bg);
+}
+
+#[test]
+fn scratch_left_by_a_dead_process_is_swept_and_a_live_ones_kept() {
+    use std::os::unix::fs::DirBuilderExt;
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let (_, id) = lease_new(&env, &repo, &[], &["exec", "--keep", "--", "true"]);
+    let mut gone = env.cmd("true").spawn().unwrap();
+    let dead = gone.id();
+    gone.wait().unwrap();
+    let scratch = env.state.join("scratch");
+    let leftover = scratch.join(format!("{id}-verify-{dead}"));
+    let live = scratch.join(format!("{id}-verify-{}", std::process::id()));
+    for d in [&leftover, &live] {
+        fs::DirBuilder::new().mode(0o700).create(d).unwrap();
+        fs::write(d.join("HEAD"), "x").unwrap();
+    }
+    let (o, v) = reap(&env, &[]);
+    assert_code(&o, 0);
+    assert_eq!(
+        v["scratch"],
+        serde_json::json!([leftover.to_str().unwrap()])
+    );
+    assert!(leftover.is_dir(), "a dry run removes nothing");
+    let (o, _) = reap(&env, &["--apply"]);
+    assert_code(&o, 0);
+    assert!(!leftover.exists());
+    assert!(live.is_dir(), "a live process's scratch stays");
+}
+
+#[test]
+fn hold_is_refused_while_a_retire_runs() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let pause = env.root.join("pause");
+    fs::create_dir(&pause).unwrap();
+    // exec's own retire pauses after archiving, under the exclusive lock.
+    let bg = spawn_with(
+        &env,
+        &[
+            ("LEASE_FI_PAUSE", "archive-written"),
+            ("LEASE_FI_DIR", pause.to_str().unwrap()),
+        ],
+        &[
+            "exec",
+            "--repo",
+            repo.to_str().unwrap(),
+            "--",
+            "sh",
+            "-c",
+            "echo w > w.txt && git add w.txt && git commit -qm work",
+        ],
+    );
+    wait_until("the retire to pause", || {
+        pause.join("paused-archive-written").exists()
+    });
+    let id = env.record()["id"].as_str().unwrap().to_string();
+    let before = env.record_of(&id);
+    assert_eq!(before["state"], "terminal");
+    let o = env
+        .lease()
+        .args(["hold", &id, "--reason", "too late"])
+        .output()
+        .unwrap();
+    assert_code(&o, 1);
+    assert!(stderr(&o).contains("retire-in-progress"), "{}", stderr(&o));
+    assert_eq!(env.record_of(&id), before, "nothing changed");
+    fs::write(pause.join("resume-archive-written"), "").unwrap();
+    assert_code(&bg.wait(), 0);
+    assert_eq!(env.record_of(&id)["state"], "removed");
+}
