@@ -14,6 +14,11 @@
 //! - Creation is serialized per repository under lease's own lock: parallel
 //!   `git worktree add` calls race on `.git/config.lock` (SPEC: 20 of 32
 //!   failed, measured).
+//!
+//! `lease join`, which takes the lease again from `LEASE_*` for a process
+//! that lost the descriptor, lives in [`join`].
+
+pub mod join;
 
 use std::ffi::OsString;
 use std::fs;

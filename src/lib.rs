@@ -19,7 +19,8 @@
 //! 7. Nothing is forgotten: registry, audit log and tombstones.
 //!
 //! # Modules
-//! `cli` (the only one that prints) -> `launcher` (exec) and `retire` (the
+//! `cli` (the only one that prints) -> `launcher` (exec, and `launcher::join`
+//! for a process that lost its descriptor) and `retire` (the
 //! engine) -> `plan` (pure gate decisions) over probes in `git`, `lease`,
 //! `safety`, `procs`; state in `registry`, `audit`, `paths`; raw OS calls in
 //! `sys`; test-only fault points in `fault`.
