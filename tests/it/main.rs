@@ -14,6 +14,7 @@ mod adversarial;
 mod exec;
 mod list;
 mod retire;
+mod shim;
 
 /// Every `.rs` file in tests/it is declared above (jj's runner.rs check).
 #[test]
