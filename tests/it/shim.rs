@@ -323,21 +323,20 @@ fn join_keeps_retire_held_while_the_command_runs() {
 
 // ---- shim/git ----
 
-/// A sandbox PATH: the shim first, then a `bin/` holding `lease`, then the
-/// machine's PATH (and its real git).
-fn shim_path(env: &TestEnv) -> String {
+/// A sandbox PATH with a `bin/` holding `lease` first, then the machine's.
+fn lease_on_path(env: &TestEnv) -> String {
     let bin = env.file("bin");
     fs::create_dir_all(&bin).unwrap();
     let link = bin.join("lease");
     if !link.exists() {
         std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_lease"), &link).unwrap();
     }
-    format!(
-        "{}:{}:{}",
-        shim_dir().display(),
-        bin.display(),
-        std::env::var("PATH").unwrap()
-    )
+    format!("{}:{}", bin.display(), std::env::var("PATH").unwrap())
+}
+
+/// [`lease_on_path`] with the git shim in front.
+fn shim_path(env: &TestEnv) -> String {
+    format!("{}:{}", shim_dir().display(), lease_on_path(env))
 }
 
 #[test]
@@ -666,4 +665,93 @@ fn python_joined_holds_the_lease_in_process_until_the_block_ends() {
     assert_removed(&env, &id);
     release(&go2);
     assert_code(&bg.wait(), 0);
+}
+
+// ---- shim/ci.sh ----
+
+/// Runs `script` as one CI step would: a fresh `sh` under `set -e` that
+/// sources shim/ci.sh, in the repository's checkout.
+fn ci_step(env: &TestEnv, repo: &Path, script: &str) -> Output {
+    env.cmd("sh")
+        .current_dir(repo)
+        .env("PATH", lease_on_path(env))
+        .env("LEASE_CI_STATE", env.file("ci-state"))
+        .arg("-c")
+        .arg(format!(
+            "set -e; . '{}'; {script}",
+            shim_dir().join("ci.sh").display()
+        ))
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn ci_steps_share_one_kept_worktree_and_finish_retires_it() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let state = env.file("ci-state");
+    let o = ci_step(&env, &repo, "lease_ci_finish");
+    assert_code(&o, 0);
+    assert!(
+        stderr(&o).contains("no worktree to finish"),
+        "{}",
+        stderr(&o)
+    );
+    let o = ci_step(&env, &repo, "lease_ci_step sh -c 'echo built > out.txt'");
+    assert_code(&o, 0);
+    let rec = env.record();
+    let id = rec["id"].as_str().unwrap().to_string();
+    let wt = rec["worktree"]["path"].as_str().unwrap().to_string();
+    assert_eq!(rec["state"], "retained", "kept between steps");
+    assert_eq!(rec["owner"]["kind"], "ci");
+    assert_eq!(fs::read_to_string(&state).unwrap(), format!("{id}\n{wt}\n"));
+    // A failing step fails the CI shell with its status; the worktree stays.
+    let o = ci_step(
+        &env,
+        &repo,
+        "lease_ci_step sh -c 'exit 3'; echo not reached",
+    );
+    assert_code(&o, 3);
+    assert!(!stdout(&o).contains("not reached"));
+    assert_eq!(env.record_of(&id)["state"], "retained");
+    // The next step runs in the same worktree and sees the first step's file.
+    let o = ci_step(
+        &env,
+        &repo,
+        "lease_ci_step sh -c 'test \"$(cat out.txt)\" = built && rm out.txt'; lease_ci_worktree",
+    );
+    assert_code(&o, 0);
+    assert_eq!(stdout(&o), format!("{wt}\n"));
+    assert_eq!(env.records().len(), 1, "one worktree for the whole job");
+    let o = ci_step(&env, &repo, "lease_ci_finish");
+    assert_code(&o, 0);
+    let rec = env.record_of(&id);
+    assert_eq!(rec["state"], "removed", "{}", stderr(&o));
+    assert_eq!(rec["sessions"].as_array().unwrap().len(), 4);
+    assert!(!state.exists(), "the state file goes with the worktree");
+}
+
+#[test]
+fn ci_finish_reports_a_held_worktree_and_can_be_retried() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let state = env.file("ci-state");
+    assert_code(
+        &ci_step(&env, &repo, "lease_ci_step sh -c 'echo x > left-behind'"),
+        0,
+    );
+    let o = ci_step(&env, &repo, "lease_ci_finish");
+    assert_code(&o, 1);
+    assert!(stdout(&o).contains("untracked"), "{}", stdout(&o));
+    let id = env.record()["id"].as_str().unwrap().to_string();
+    assert_eq!(env.record_of(&id)["state"], "terminal");
+    assert!(state.exists(), "kept for a retry");
+    assert_code(&ci_step(&env, &repo, "lease_ci_step rm left-behind"), 0);
+    assert_code(&ci_step(&env, &repo, "lease_ci_finish"), 0);
+    assert_eq!(env.record_of(&id)["state"], "removed");
+    // A state file that is a symlink is refused, never followed.
+    std::os::unix::fs::symlink(env.file("elsewhere"), &state).unwrap();
+    let o = ci_step(&env, &repo, "lease_ci_step true");
+    assert_code(&o, 125);
+    assert!(stderr(&o).contains("not a regular file"), "{}", stderr(&o));
 }
