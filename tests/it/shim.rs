@@ -14,6 +14,14 @@ fn shim_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("shim")
 }
 
+/// The first `name` on the test's own PATH.
+fn which(name: &str) -> PathBuf {
+    std::env::split_paths(&std::env::var_os("PATH").unwrap())
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| panic!("{name} is not on PATH"))
+}
+
 fn write_exe(path: &Path, text: &str) {
     fs::write(path, text).unwrap();
     fs::set_permissions(path, fs::Permissions::from_mode(0o755)).unwrap();
@@ -432,6 +440,36 @@ fn git_shim_picks_the_real_git_and_joins_only_without_the_descriptor() {
         .output()
         .unwrap();
     assert_code(&o, 125);
+    // A "real" git that execs the shim again, and a PATH without the tools
+    // to read the marker (so the second shim copy cannot be told from git):
+    // both refuse at once instead of exec'ing forever.
+    let timeout = which("timeout");
+    let looping = env.file("loop");
+    fs::create_dir(&looping).unwrap();
+    write_exe(
+        &looping.join("git"),
+        &format!(
+            "#!/bin/sh\nexec '{}' \"$@\"\n",
+            shim_dir().join("git").display()
+        ),
+    );
+    for (dirs, says) in [
+        (vec![shim_dir(), looping.clone()], "leads back to this shim"),
+        (vec![shim_dir(), other.clone()], "no git found"),
+    ] {
+        let mut p: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
+        if says.contains("leads back") {
+            p.push(std::env::var("PATH").unwrap());
+        }
+        let o = env
+            .cmd(&timeout)
+            .env("PATH", p.join(":"))
+            .args(["20", "git", "--version"])
+            .output()
+            .unwrap();
+        assert_code(&o, 125);
+        assert!(stderr(&o).contains(says), "{}", stderr(&o));
+    }
     // Inside a lease with no lease binary to be found: refuse, never run git
     // unprotected.
     let bare_path = format!("{}:{}:/usr/bin:/bin", shim_dir().display(), real.display());
