@@ -49,6 +49,10 @@ pub mod exit {
     pub const FAILED: u8 = 3;
     /// `exec`: lease failed before the command ran (the `env` convention).
     pub const EXEC_FAILED: u8 = 125;
+    /// `exec` and `join`: the command was found but could not be executed.
+    pub const NOT_EXECUTABLE: u8 = 126;
+    /// `exec` and `join`: the command was not found.
+    pub const NOT_FOUND: u8 = 127;
 }
 
 /// Decide when a git worktree may be deleted by who still uses it.
@@ -183,6 +187,18 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
+    /// Take the lease named by LEASE_* again and run a command holding it.
+    ///
+    /// For a process started inside `lease exec` that lost the inherited
+    /// descriptor (Python's subprocess and Node's child_process close it).
+    /// lease checks the lease file, locks it shared without waiting, and
+    /// replaces itself with the command, which inherits the lock at
+    /// LEASE_FD. Exit 125 when it cannot join, with the reason code.
+    Join {
+        /// The command and its arguments.
+        #[arg(last = true, required = true, value_name = "CMD")]
+        command: Vec<OsString>,
+    },
 }
 
 /// Parses the arguments, runs the command, and returns the exit code.
@@ -190,7 +206,9 @@ pub fn run() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
-            let is_exec = std::env::args_os().nth(1).is_some_and(|a| a == "exec");
+            let is_exec = std::env::args_os()
+                .nth(1)
+                .is_some_and(|a| a == "exec" || a == "join");
             let _ = e.print();
             return match e.kind() {
                 clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => {
@@ -264,6 +282,7 @@ pub fn run() -> ExitCode {
             dry_run,
             json,
         } => finish(reconcile::repair(&path, dry_run, json)),
+        Cmd::Join { command } => join(command),
     }
 }
 
@@ -323,6 +342,27 @@ fn exec(req: Result<ExecRequest>, json: bool) -> ExitCode {
             ExitCode::from(u8::try_from(128 + s).unwrap_or(exit::EXEC_FAILED))
         }
     }
+}
+
+/// Runs `lease join`: on success this process becomes the command and never
+/// returns here.
+fn join(command: Vec<OsString>) -> ExitCode {
+    use crate::launcher::join::{Ticket, join};
+    let joined = match Ticket::from_env().and_then(|t| join(&t, command)) {
+        Ok(j) => j,
+        Err(e) => {
+            print_error(&e);
+            return ExitCode::from(exit::EXEC_FAILED);
+        }
+    };
+    let program = joined.program().to_string_lossy().into_owned();
+    let e = joined.exec();
+    err!("lease: cannot run `{program}`: {e}");
+    ExitCode::from(if e.kind() == std::io::ErrorKind::NotFound {
+        exit::NOT_FOUND
+    } else {
+        exit::NOT_EXECUTABLE
+    })
 }
 
 /// Validates declared rebuildable paths (flags, then `$LEASE_REBUILDABLE`):

@@ -259,6 +259,29 @@ impl RepoGit {
         c
     }
 
+    /// Returns the raw output of `git worktree list --porcelain -z` run in
+    /// `dir`. A concurrent `git worktree add` (ours are serialized, a
+    /// user's may not be) can be caught with its admin directory half
+    /// written (`failed to read worktrees/<id>/commondir`); the listing is
+    /// then retried, at most twice, a few milliseconds later.
+    pub fn worktree_list(&self, dir: &Path) -> Result<Vec<u8>> {
+        let mut last = None;
+        for attempt in 0..3u64 {
+            if attempt > 0 {
+                std::thread::sleep(std::time::Duration::from_millis(20 * attempt));
+            }
+            match self
+                .cmd(dir)
+                .args(["worktree", "list", "--porcelain", "-z"])
+                .probe()
+            {
+                Ok(out) => return Ok(out),
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(last.expect("three attempts ran"))
+    }
+
     /// Pins commands run in `wt` to its admin directory `admin`.
     pub fn pinned(mut self, admin: &Path, wt: &Path) -> RepoGit {
         self.pin = Some((admin.to_path_buf(), wt.to_path_buf()));

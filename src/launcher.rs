@@ -14,6 +14,11 @@
 //! - Creation is serialized per repository under lease's own lock: parallel
 //!   `git worktree add` calls race on `.git/config.lock` (SPEC: 20 of 32
 //!   failed, measured).
+//!
+//! `lease join`, which takes the lease again from `LEASE_*` for a process
+//! that lost the descriptor, lives in [`join`].
+
+pub mod join;
 
 use std::ffi::OsString;
 use std::fs;
@@ -361,7 +366,9 @@ fn create(reg: &Registry, git: &Git, req: &ExecRequest, session: Session) -> Res
         Ok(())
     })?;
     let wt = repo_root.join(&id);
-    if let Err(e) = add_worktree(reg, &rg, &common, &wt, &branch, &base) {
+    let creation = creation_lock(reg, &common);
+    // `_held` keeps the lock open until `git worktree add` returned.
+    if let Err(e) = creation.and_then(|_held| add_worktree(&rg, &common, &wt, &branch, &base)) {
         abandon(reg, &id, &e.to_string());
         return Err(e);
     }
@@ -384,10 +391,7 @@ fn create(reg: &Registry, git: &Git, req: &ExecRequest, session: Session) -> Res
 /// Refuses a worktree root inside any worktree of the repository: the
 /// enclosing checkout's `git clean -ffdx` would delete it.
 fn check_root_outside_worktrees(rg: &RepoGit, common: &Path, roots: &[&Path]) -> Result<()> {
-    let list = rg
-        .cmd(common)
-        .args(["worktree", "list", "--porcelain", "-z"])
-        .run()?;
+    let list = rg.worktree_list(common)?;
     for e in git::parse_worktrees(&list) {
         let top = e.path();
         if e.bare {
@@ -407,17 +411,10 @@ fn check_root_outside_worktrees(rg: &RepoGit, common: &Path, roots: &[&Path]) ->
     Ok(())
 }
 
-/// Runs `git worktree add` under the repository's creation lock. Makes the
-/// branch with `--no-track` if it is missing; on failure deletes only a
-/// branch this attempt made, and only if it still points where it was made.
-fn add_worktree(
-    reg: &Registry,
-    rg: &RepoGit,
-    common: &Path,
-    wt: &Path,
-    branch: &str,
-    base: &str,
-) -> Result<()> {
+/// Takes the repository's creation lock (exclusive, blocking; released when
+/// the returned file closes). Parallel `git worktree add` calls race on
+/// `.git/config.lock` and leave orphan branches, so lease serializes them.
+fn creation_lock(reg: &Registry, common: &Path) -> Result<fs::File> {
     let lock_path = reg
         .root()
         .locks()
@@ -430,6 +427,13 @@ fn add_worktree(
         .open(&lock_path)
         .at_do("cannot open", &lock_path)?;
     lock.lock().at_do("cannot lock", &lock_path)?;
+    Ok(lock)
+}
+
+/// Runs `git worktree add`; the caller holds the creation lock. Makes the
+/// branch with `--no-track` if it is missing; on failure deletes only a
+/// branch this attempt made, and only if it still points where it was made.
+fn add_worktree(rg: &RepoGit, common: &Path, wt: &Path, branch: &str, base: &str) -> Result<()> {
     let full = format!("refs/heads/{branch}");
     let exists = rg
         .cmd(common)
@@ -437,10 +441,7 @@ fn add_worktree(
         .output()?
         .ok;
     if exists {
-        let list = rg
-            .cmd(common)
-            .args(["worktree", "list", "--porcelain", "-z"])
-            .run()?;
+        let list = rg.worktree_list(common)?;
         if let Some(e) = git::parse_worktrees(&list)
             .iter()
             .find(|e| e.branch.as_deref() == Some(full.as_bytes()))
@@ -485,10 +486,7 @@ fn adopt(
         .map_err(|e| Error::Usage(format!("cannot adopt `{}`: {e}", path.display())))?;
     let common = common_dir(git, &wt)?;
     let rg = git.repo(&common)?;
-    let list = rg
-        .cmd(&common)
-        .args(["worktree", "list", "--porcelain", "-z"])
-        .run()?;
+    let list = rg.worktree_list(&common)?;
     let entries = git::parse_worktrees(&list);
     let bytes = wt.as_os_str().as_bytes();
     let Some(pos) = entries.iter().position(|e| e.path == bytes) else {

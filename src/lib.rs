@@ -19,12 +19,13 @@
 //! 7. Nothing is forgotten: registry, audit log and tombstones.
 //!
 //! # Modules
-//! `cli` (the only one that prints) -> `launcher` (exec), `retire` (the
-//! engine), `reap` (the reconciler, which drives the engine), `hold`
-//! (retention by a named owner) and `repair` (one stale registration) ->
-//! `plan` (pure gate decisions) over probes in `git`, `lease`, `safety`,
-//! `procs`; state in `registry`, `audit`, `paths`; raw OS calls in `sys`;
-//! test-only fault points in `fault`.
+//! `cli` (the only one that prints) -> `launcher` (exec, and `launcher::join`
+//! for a process that lost its descriptor), `retire` (the engine), `reap`
+//! (the reconciler, which drives the engine), `hold` (retention by a named
+//! owner) and `repair` (one stale registration) -> `plan` (pure gate
+//! decisions) over probes in `git`, `lease`, `safety`, `procs`; state in
+//! `registry`, `audit`, `paths`; raw OS calls in `sys`; test-only fault
+//! points in `fault`.
 
 pub mod audit;
 pub mod cli;

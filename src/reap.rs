@@ -424,10 +424,7 @@ impl Reaper<'_> {
             return Ok(None);
         }
         let rg = self.git.repo(repo)?;
-        let out = rg
-            .cmd(repo)
-            .args(["worktree", "list", "--porcelain", "-z"])
-            .probe()?;
+        let out = rg.worktree_list(repo)?;
         let bytes = path.as_os_str().as_bytes();
         Ok(Some(
             git::parse_worktrees(&out)

@@ -571,10 +571,7 @@ pub fn apply(reg: Option<&Registry>, git: &Git, plan: RepairPlan) -> Result<Repa
         .output()?;
     let admin_gone =
         fs::symlink_metadata(&plan.admin_dir).is_err_and(|e| e.kind() == ErrorKind::NotFound);
-    let list = rg
-        .cmd(&plan.common)
-        .args(["worktree", "list", "--porcelain", "-z"])
-        .probe()?;
+    let list = rg.worktree_list(&plan.common)?;
     let listed = git::parse_worktrees(&list)
         .iter()
         .any(|e| e.path == plan.target.as_os_str().as_bytes());

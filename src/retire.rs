@@ -444,10 +444,7 @@ impl Engine {
         repo: &Path,
         wt: &Path,
     ) -> Result<(plan::PathEvidence, Option<PathBuf>)> {
-        let list = rg
-            .cmd(repo)
-            .args(["worktree", "list", "--porcelain", "-z"])
-            .probe()?;
+        let list = rg.worktree_list(repo)?;
         let entries = git::parse_worktrees(&list);
         let bytes = wt.as_os_str().as_bytes();
         let mine = entries.iter().skip(1).find(|e| e.path == bytes);
@@ -919,11 +916,7 @@ impl Engine {
             .output()?;
         let gone =
             fs::symlink_metadata(&held.wt).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound);
-        let list = held
-            .rg
-            .cmd(&repo)
-            .args(["worktree", "list", "--porcelain", "-z"])
-            .probe()?;
+        let list = held.rg.worktree_list(&repo)?;
         let listed = git::parse_worktrees(&list)
             .iter()
             .any(|e| e.path == held.wt.as_os_str().as_bytes());

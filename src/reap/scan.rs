@@ -225,11 +225,7 @@ fn scan_registrations(
         }
         Ok(_) => {}
     }
-    let list = git.repo(path).and_then(|rg| {
-        rg.cmd(path)
-            .args(["worktree", "list", "--porcelain", "-z"])
-            .probe()
-    });
+    let list = git.repo(path).and_then(|rg| rg.worktree_list(path));
     let list = match list {
         Ok(l) => l,
         Err(e) => {

@@ -15,6 +15,7 @@ mod exec;
 mod list;
 mod reap;
 mod retire;
+mod shim;
 
 /// Every `.rs` file in tests/it is declared above (jj's runner.rs check).
 #[test]

@@ -1,0 +1,795 @@
+//! `lease join` and the consumer shims: the git PATH shim, the Python helper
+//! and its unit tests, each against real leases and real retires.
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use crate::support::*;
+
+/// The checked-in `shim/` directory.
+fn shim_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("shim")
+}
+
+/// The first `name` on the test's own PATH.
+fn which(name: &str) -> PathBuf {
+    std::env::split_paths(&std::env::var_os("PATH").unwrap())
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| panic!("{name} is not on PATH"))
+}
+
+fn write_exe(path: &Path, text: &str) {
+    fs::write(path, text).unwrap();
+    fs::set_permissions(path, fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// Makes a FIFO: a child that opens it for reading blocks until the test
+/// writes a line, with no polling on either side.
+fn fifo(path: &Path) {
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        path,
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o600),
+        0,
+    )
+    .unwrap();
+}
+
+/// Releases whoever waits on `fifo` (the write blocks until it has opened it).
+fn release(fifo: &Path) {
+    fs::write(fifo, "go\n").unwrap();
+}
+
+/// A created worktree left `terminal`: kept by a first session, then ended
+/// by an adopted one that does not keep it.
+fn terminal_worktree(env: &TestEnv, repo: &Path) -> (String, PathBuf) {
+    let o = env
+        .lease()
+        .current_dir(repo)
+        .args(["exec", "--keep", "--", "true"])
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+    let rec = env.record();
+    let id = rec["id"].as_str().unwrap().to_string();
+    let wt = PathBuf::from(rec["worktree"]["path"].as_str().unwrap());
+    let o = env
+        .lease()
+        .args(["exec", "--adopt", wt.to_str().unwrap(), "--", "true"])
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+    assert_eq!(env.record_of(&id)["state"], "terminal");
+    (id, wt)
+}
+
+/// The variables `lease exec` gave the record's command, minus `LEASE_FD`.
+fn lease_vars(env: &TestEnv, id: &str) -> Vec<(String, String)> {
+    let rec = env.record_of(id);
+    let l = &rec["lease"];
+    vec![
+        ("LEASE_ID".into(), id.to_string()),
+        ("LEASE_FILE".into(), l["path"].as_str().unwrap().to_string()),
+        (
+            "LEASE_IDENTITY".into(),
+            format!("{}:{}", l["dev"], l["ino"]),
+        ),
+        (
+            "LEASE_WORKTREE".into(),
+            rec["worktree"]["path"].as_str().unwrap().to_string(),
+        ),
+    ]
+}
+
+fn lease_file(env: &TestEnv, id: &str) -> PathBuf {
+    PathBuf::from(env.record_of(id)["lease"]["path"].as_str().unwrap())
+}
+
+fn retire(env: &TestEnv, id: &str) -> Output {
+    env.lease().args(["retire", "--json", id]).output().unwrap()
+}
+
+#[track_caller]
+fn assert_held(env: &TestEnv, id: &str, reason: &str) {
+    let o = retire(env, id);
+    assert_code(&o, 1);
+    assert!(
+        reasons(&o).contains(&reason.to_string()),
+        "want {reason}: {}",
+        stdout(&o)
+    );
+}
+
+#[track_caller]
+fn assert_removed(env: &TestEnv, id: &str) {
+    let o = retire(env, id);
+    assert_code(&o, 0);
+    assert_eq!(env.record_of(id)["state"], "removed");
+}
+
+/// Returns true if a fresh open of `path` can take `LOCK_EX|LOCK_NB`: no
+/// process holds the lease. The test's own lock ends with the descriptor.
+fn lease_is_free(path: &Path) -> bool {
+    fs::File::open(path).unwrap().try_lock().is_ok()
+}
+
+// ---- lease join ----
+
+#[test]
+fn join_runs_the_command_holding_the_lease() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let (id, _) = terminal_worktree(&env, &repo);
+    let vars = lease_vars(&env, &id);
+    let identity = &vars[2].1;
+    // The command sees LEASE_FD open on the lease inode, shared-locked.
+    let o = env
+        .lease()
+        .envs(vars.clone())
+        .args([
+            "join",
+            "--",
+            "sh",
+            "-c",
+            "stat -L -c %d:%i /proc/$$/fd/$LEASE_FD; grep -c FLOCK /proc/$$/fdinfo/$LEASE_FD",
+        ])
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+    assert_eq!(stdout(&o), format!("{identity}\n1\n"), "{}", stderr(&o));
+    // join execs the command: its status is the command's, 126/127 as exec.
+    let run = |args: &[&str]| {
+        env.lease()
+            .envs(vars.clone())
+            .arg("join")
+            .arg("--")
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    assert_code(&run(&["sh", "-c", "exit 7"]), 7);
+    assert_code(&run(&["no-such-command-lease-test"]), 127);
+    let plain = env.file("plain.txt");
+    fs::write(&plain, "x").unwrap();
+    assert_code(&run(&[plain.to_str().unwrap()]), 126);
+    // Usage errors are 125 too, like exec.
+    let o = env
+        .lease()
+        .envs(vars.clone())
+        .args(["join", "true"])
+        .output()
+        .unwrap();
+    assert_code(&o, 125);
+    assert_eq!(
+        env.record_of(&id)["state"],
+        "terminal",
+        "join changes no record"
+    );
+    assert!(lease_is_free(&lease_file(&env, &id)));
+}
+
+/// Runs `lease join -- touch <marker>` and asserts a refusal with `code`
+/// that never ran the command.
+#[track_caller]
+fn assert_join_refused(env: &TestEnv, vars: &[(String, String)], code: &str) {
+    let marker = env.file("joined-marker");
+    let o = env
+        .lease()
+        .envs(vars.iter().cloned())
+        .args(["join", "--", "touch"])
+        .arg(&marker)
+        .output()
+        .unwrap();
+    assert_code(&o, 125);
+    assert!(
+        stderr(&o).contains(&format!("[{code}]")),
+        "want [{code}]: {}",
+        stderr(&o)
+    );
+    assert!(!marker.exists(), "the command never ran");
+}
+
+#[test]
+fn join_refuses_a_lease_that_is_not_the_one_named() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let (id, _) = terminal_worktree(&env, &repo);
+    let vars = lease_vars(&env, &id);
+    let lease = lease_file(&env, &id);
+    let with = |k: &str, v: &str| -> Vec<(String, String)> {
+        vars.iter()
+            .map(|(k2, v2)| (k2.clone(), if k2 == k { v.to_string() } else { v2.clone() }))
+            .collect()
+    };
+    // A wrong identity, and a malformed one.
+    let (dev, ino) = vars[2].1.split_once(':').unwrap();
+    let ino: u64 = ino.parse().unwrap();
+    assert_join_refused(
+        &env,
+        &with("LEASE_IDENTITY", &format!("{dev}:{}", ino + 1)),
+        "lease-identity",
+    );
+    assert_join_refused(&env, &with("LEASE_IDENTITY", "12"), "lease-identity");
+    // A file that is not `<state root>/leases/<LEASE_ID>.lease`.
+    let elsewhere = env.file(&format!("{id}.lease"));
+    fs::copy(&lease, &elsewhere).unwrap();
+    assert_join_refused(
+        &env,
+        &with("LEASE_FILE", elsewhere.to_str().unwrap()),
+        "lease-identity",
+    );
+    // Renamed away: missing. Another file in its place: a new inode.
+    let old = env.state.join("leases/old");
+    fs::rename(&lease, &old).unwrap();
+    assert_join_refused(&env, &vars, "lease-missing");
+    fs::write(&lease, "").unwrap();
+    fs::set_permissions(&lease, fs::Permissions::from_mode(0o600)).unwrap();
+    assert_join_refused(&env, &vars, "lease-identity");
+    // The original back, hardlinked: two links.
+    fs::rename(&old, &lease).unwrap();
+    fs::hard_link(&lease, &old).unwrap();
+    assert_join_refused(&env, &vars, "lease-identity");
+    fs::remove_file(&old).unwrap();
+    // A symlink to the right inode is never followed.
+    let real = env.state.join("leases/real");
+    fs::rename(&lease, &real).unwrap();
+    std::os::unix::fs::symlink(&real, &lease).unwrap();
+    assert_join_refused(&env, &vars, "lease-identity");
+    fs::remove_file(&lease).unwrap();
+    fs::rename(&real, &lease).unwrap();
+    // Open to others.
+    fs::set_permissions(&lease, fs::Permissions::from_mode(0o644)).unwrap();
+    assert_join_refused(&env, &vars, "lease-insecure");
+    fs::set_permissions(&lease, fs::Permissions::from_mode(0o600)).unwrap();
+    // A record that is retiring.
+    let path = env.state.join("records").join(format!("{id}.json"));
+    let saved = fs::read(&path).unwrap();
+    let mut rec: serde_json::Value = serde_json::from_slice(&saved).unwrap();
+    rec["state"] = serde_json::json!("retiring");
+    fs::write(&path, serde_json::to_vec_pretty(&rec).unwrap()).unwrap();
+    assert_join_refused(&env, &vars, "retire-in-progress");
+    fs::write(&path, &saved).unwrap();
+    // Not inside a lease at all.
+    let o = env.lease().args(["join", "--", "true"]).output().unwrap();
+    assert_code(&o, 125);
+    assert!(stderr(&o).contains("LEASE_ID"), "{}", stderr(&o));
+    // Everything restored: join works, and nothing above changed the worktree.
+    let o = env
+        .lease()
+        .envs(vars.clone())
+        .args(["join", "--", "true"])
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+    assert_removed(&env, &id);
+}
+
+#[test]
+fn join_fails_at_once_while_the_lease_is_held_exclusively() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let (id, _) = terminal_worktree(&env, &repo);
+    let vars = lease_vars(&env, &id);
+    // What a retire holds: LOCK_EX on its own open (flock -x).
+    let ex = fs::File::open(lease_file(&env, &id)).unwrap();
+    ex.try_lock().unwrap();
+    assert_join_refused(&env, &vars, "retire-in-progress");
+    drop(ex);
+    // A real retire paused while it holds the lock.
+    let fi = env.file("fi");
+    fs::create_dir(&fi).unwrap();
+    let mut c = env.lease();
+    c.env("LEASE_FI_PAUSE", "retire-locked")
+        .env("LEASE_FI_DIR", &fi)
+        .args(["retire", "--json", &id])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let bg = Bg(Some(c.spawn().unwrap()));
+    wait_until("the retire to hold the lease", || {
+        fi.join("paused-retire-locked").exists()
+    });
+    assert_join_refused(&env, &vars, "retire-in-progress");
+    fs::write(fi.join("resume-retire-locked"), "").unwrap();
+    assert_code(&bg.wait(), 0);
+    assert_eq!(env.record_of(&id)["state"], "removed");
+    // After the retire: the lease file is gone.
+    assert_join_refused(&env, &vars, "lease-missing");
+}
+
+#[test]
+fn join_keeps_retire_held_while_the_command_runs() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let (id, _) = terminal_worktree(&env, &repo);
+    let ready = env.file("ready");
+    let go = env.file("go");
+    fifo(&go);
+    let mut c = env.lease();
+    c.envs(lease_vars(&env, &id))
+        .args(["join", "--", "sh", "-c"])
+        .arg(format!(
+            "echo $$ > {}; read _ < {}",
+            ready.display(),
+            go.display()
+        ))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    let bg = Bg(Some(c.spawn().unwrap()));
+    let pid = read_pid(&ready);
+    assert_eq!(pid, bg.pid(), "join replaced itself with the command");
+    assert_held(&env, &id, "consumer-alive");
+    release(&go);
+    assert_code(&bg.wait(), 0);
+    assert_removed(&env, &id);
+}
+
+// ---- shim/git ----
+
+/// A sandbox PATH with a `bin/` holding `lease` first, then the machine's.
+fn lease_on_path(env: &TestEnv) -> String {
+    let bin = env.file("bin");
+    fs::create_dir_all(&bin).unwrap();
+    let link = bin.join("lease");
+    if !link.exists() {
+        std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_lease"), &link).unwrap();
+    }
+    format!("{}:{}", bin.display(), std::env::var("PATH").unwrap())
+}
+
+/// [`lease_on_path`] with the git shim in front.
+fn shim_path(env: &TestEnv) -> String {
+    format!("{}:{}", shim_dir().display(), lease_on_path(env))
+}
+
+#[test]
+fn git_shim_picks_the_real_git_and_joins_only_without_the_descriptor() {
+    let env = TestEnv::new();
+    // A second copy of the shim (skipped: it carries the marker), then a
+    // fake "real" git and a fake lease that print their argv.
+    let other = env.file("other-shim");
+    fs::create_dir(&other).unwrap();
+    fs::copy(shim_dir().join("git"), other.join("git")).unwrap();
+    let real = env.file("real");
+    fs::create_dir(&real).unwrap();
+    let print =
+        "#!/bin/sh\nprintf '%s' \"$0\"; for a in \"$@\"; do printf ' [%s]' \"$a\"; done; echo\n";
+    write_exe(&real.join("git"), print);
+    let fake_lease = env.file("fake-lease");
+    write_exe(&fake_lease, print);
+    let path = format!(
+        "{}:{}:{}:{}",
+        shim_dir().display(),
+        other.display(),
+        real.display(),
+        std::env::var("PATH").unwrap()
+    );
+    let real_git = real.join("git");
+    let args = ["a", "b c", "", "*", "-c", "x=$HOME"];
+    let want_args = " [a] [b c] [] [*] [-c] [x=$HOME]";
+    let run = |c: &mut Command| {
+        let o = c.output().unwrap();
+        assert_code(&o, 0);
+        stdout(&o)
+    };
+    // Outside a lease: the real git, argv exact.
+    let out = run(env.cmd("git").env("PATH", &path).args(args));
+    assert_eq!(out, format!("{}{want_args}\n", real_git.display()));
+    // Inside a lease without the descriptor: under `lease join --`.
+    let lease = env.file("x.lease");
+    fs::write(&lease, "").unwrap();
+    let m = fs::metadata(&lease).unwrap();
+    use std::os::unix::fs::MetadataExt;
+    let identity = format!("{}:{}", m.dev(), m.ino());
+    let inside = |c: &mut Command| -> String {
+        run(c
+            .env("PATH", &path)
+            .env("LEASE_BIN", &fake_lease)
+            .env("LEASE_FILE", &lease)
+            .env("LEASE_IDENTITY", &identity))
+    };
+    let joined = format!(
+        "{} [join] [--] [{}]{want_args}\n",
+        fake_lease.display(),
+        real_git.display()
+    );
+    assert_eq!(inside(env.cmd("git").args(args)), joined);
+    assert_eq!(
+        inside(env.cmd("git").args(args).env("LEASE_FD", "9")),
+        joined,
+        "LEASE_FD not open"
+    );
+    // Holding it (fd 7 open on the lease inode): the real git directly.
+    let held = |fd_target: &Path| {
+        inside(
+            env.cmd("sh")
+                .args(["-c", "exec 7<\"$T\"; exec git \"$@\"", "sh"])
+                .args(args)
+                .env("T", fd_target)
+                .env("LEASE_FD", "7"),
+        )
+    };
+    assert_eq!(held(&lease), format!("{}{want_args}\n", real_git.display()));
+    // fd 7 open on another file: not the lease, so join.
+    assert_eq!(held(&env.file("other-shim/git")), joined);
+    // Run by absolute path with its directory off PATH: still the real git.
+    let off_path = format!("{}:{}", real.display(), std::env::var("PATH").unwrap());
+    let out = run(env
+        .cmd(shim_dir().join("git"))
+        .env("PATH", &off_path)
+        .args(args));
+    assert_eq!(out, format!("{}{want_args}\n", real_git.display()));
+    // LEASE_GIT wins; a LEASE_GIT that is a shim is refused.
+    let alt = env.file("alt-git");
+    write_exe(&alt, print);
+    let out = run(env
+        .cmd("git")
+        .env("PATH", &path)
+        .env("LEASE_GIT", &alt)
+        .arg("x"));
+    assert_eq!(out, format!("{} [x]\n", alt.display()));
+    let o = env
+        .cmd("git")
+        .env("PATH", &path)
+        .env("LEASE_GIT", other.join("git"))
+        .output()
+        .unwrap();
+    assert_code(&o, 125);
+    // A "real" git that execs the shim again, and a PATH without the tools
+    // to read the marker (so the second shim copy cannot be told from git):
+    // both refuse at once instead of exec'ing forever.
+    let timeout = which("timeout");
+    let looping = env.file("loop");
+    fs::create_dir(&looping).unwrap();
+    write_exe(
+        &looping.join("git"),
+        &format!(
+            "#!/bin/sh\nexec '{}' \"$@\"\n",
+            shim_dir().join("git").display()
+        ),
+    );
+    for (dirs, says) in [
+        (vec![shim_dir(), looping.clone()], "leads back to this shim"),
+        (vec![shim_dir(), other.clone()], "no git found"),
+    ] {
+        let mut p: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
+        if says.contains("leads back") {
+            p.push(std::env::var("PATH").unwrap());
+        }
+        let o = env
+            .cmd(&timeout)
+            .env("PATH", p.join(":"))
+            .args(["20", "git", "--version"])
+            .output()
+            .unwrap();
+        assert_code(&o, 125);
+        assert!(stderr(&o).contains(says), "{}", stderr(&o));
+    }
+    // Inside a lease with no lease binary to be found: refuse, never run git
+    // unprotected.
+    let bare_path = format!("{}:{}:/usr/bin:/bin", shim_dir().display(), real.display());
+    let o = env
+        .cmd("git")
+        .env("PATH", &bare_path)
+        .env("LEASE_FILE", &lease)
+        .env("LEASE_IDENTITY", &identity)
+        .output()
+        .unwrap();
+    if Path::new("/usr/bin/lease").exists() || Path::new("/bin/lease").exists() {
+        eprintln!("SKIPPED the no-lease-binary case: a lease is installed in /usr/bin or /bin");
+    } else {
+        assert_code(&o, 125);
+        assert!(stderr(&o).contains("LEASE_BIN"), "{}", stderr(&o));
+    }
+}
+
+#[test]
+fn git_commit_from_a_python_worker_holds_the_lease_after_the_launcher_died() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let path = shim_path(&env);
+    let worker_ready = env.file("worker-ready");
+    let worker_go = env.file("worker-go");
+    let editor_ready = env.file("editor-ready");
+    let editor_go = env.file("editor-go");
+    let held = env.file("editor-held");
+    let done = env.file("worker-done");
+    fifo(&worker_go);
+    fifo(&editor_go);
+    // The editor git runs: proves what it inherited, then blocks.
+    let editor = env.file("editor");
+    write_exe(
+        &editor,
+        &format!(
+            "#!/bin/sh\nprintf 'shim commit\\n' > \"$1\"\n\
+             stat -L -c %d:%i /proc/$$/fd/${{LEASE_FD:-none}} > {held} 2>/dev/null\n\
+             echo $$ > {ready}\nread _ < {go}\n",
+            held = held.display(),
+            ready = editor_ready.display(),
+            go = editor_go.display()
+        ),
+    );
+    // A supervisor's worker that lost its descriptor and then runs git with
+    // subprocess's defaults (close_fds=True).
+    let worker = env.file("worker.py");
+    fs::write(
+        &worker,
+        format!(
+            r#"import os, subprocess, sys
+os.close(int(os.environ["LEASE_FD"]))
+open({ready:?}, "w").write(str(os.getpid()))
+open({go:?}).read()
+p = subprocess.Popen(["git", "-c", "core.editor=" + {editor:?}, "commit", "-q",
+                      "--allow-empty", "--author", "A U Thor <a@example.com>"])
+rc = p.wait()
+open({done:?}, "w").write(str(rc))
+"#,
+            ready = worker_ready.to_str().unwrap(),
+            go = worker_go.to_str().unwrap(),
+            editor = editor.to_str().unwrap(),
+            done = done.to_str().unwrap(),
+        ),
+    )
+    .unwrap();
+    let mut c = env.lease();
+    c.env("PATH", &path)
+        .args(["exec", "--repo", repo.to_str().unwrap(), "--", "python3"])
+        .arg(&worker)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0);
+    let launcher = Bg(Some(c.spawn().unwrap()));
+    let worker_pid = read_pid(&worker_ready);
+    let _w = KillOnDrop(worker_pid);
+    let rec = env.record();
+    let id = rec["id"].as_str().unwrap().to_string();
+    let wt = PathBuf::from(rec["worktree"]["path"].as_str().unwrap());
+    signal(launcher.pid(), "KILL");
+    wait_until("the launcher to die", || !alive(launcher.pid()));
+    // The worker closed its descriptor and the launcher is dead: nobody
+    // holds the lease (the kernel drops the killed launcher's lock as it exits).
+    let lease = lease_file(&env, &id);
+    wait_until("the lease to be free", || lease_is_free(&lease));
+    release(&worker_go);
+    let editor_pid = read_pid(&editor_ready);
+    let _e = KillOnDrop(editor_pid);
+    // Retire, with the shim first on PATH: held, and lease's own git is not the shim.
+    let o = env
+        .lease()
+        .env("PATH", &path)
+        .args(["retire", "--json", &id])
+        .output()
+        .unwrap();
+    assert_code(&o, 1);
+    assert!(
+        reasons(&o).contains(&"consumer-alive".to_string()),
+        "{}",
+        stdout(&o)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let git_path = report["git"]["path"].as_str().unwrap();
+    assert!(
+        !git_path.starts_with(shim_dir().to_str().unwrap()),
+        "{git_path}"
+    );
+    assert_eq!(
+        fs::read_to_string(&held).unwrap().trim(),
+        lease_vars(&env, &id)[2].1,
+        "git (and its editor) run holding the lease"
+    );
+    release(&editor_go);
+    wait_until("the worker to finish", || {
+        done.exists() && !alive(worker_pid)
+    });
+    assert_eq!(
+        fs::read_to_string(&done).unwrap(),
+        "0",
+        "git commit succeeded"
+    );
+    assert_eq!(
+        env.git(&wt, &["log", "-1", "--format=%an|%s"]),
+        "A U Thor|shim commit",
+        "the shim passed argv through exactly"
+    );
+    drop(launcher);
+    // Every holder is gone: the commit is archived and the worktree removed.
+    assert_removed(&env, &id);
+    assert!(env.record_of(&id)["archive"]["commits"].as_u64().unwrap() >= 1);
+}
+
+// ---- shim/python ----
+
+#[test]
+fn python_helper_unit_tests_pass() {
+    let env = TestEnv::new();
+    let o = env
+        .cmd("python3")
+        .current_dir(shim_dir().join("python"))
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .args(["-m", "unittest", "-v", "test_lease_shim"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+}
+
+#[test]
+fn python_popen_wrapper_passes_the_lease_to_the_child() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let ready = env.file("child-ready");
+    let go = env.file("child-go");
+    fifo(&go);
+    let child = format!(
+        "import os\nopen({:?}, 'w').write(str(os.getpid()))\nopen({:?}).read()\n",
+        ready.to_str().unwrap(),
+        go.to_str().unwrap()
+    );
+    // The worker starts a child outside the worktree through the wrapper and
+    // exits at once.
+    let worker = format!(
+        "import subprocess, sys\nsys.path.insert(0, {:?})\nimport lease_shim\n\
+         lease_shim.Popen([sys.executable, '-c', {child:?}], cwd='/',\n\
+         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n",
+        shim_dir().join("python").to_str().unwrap()
+    );
+    let o = env
+        .lease()
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .args([
+            "exec",
+            "--repo",
+            repo.to_str().unwrap(),
+            "--",
+            "python3",
+            "-c",
+            &worker,
+        ])
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+    let child_pid = read_pid(&ready);
+    let _g = KillOnDrop(child_pid);
+    assert!(
+        stderr(&o).contains("consumer-alive"),
+        "exec's own retire was held: {}",
+        stderr(&o)
+    );
+    let id = env.record()["id"].as_str().unwrap().to_string();
+    assert_held(&env, &id, "consumer-alive");
+    release(&go);
+    wait_until("the child to exit", || !alive(child_pid));
+    assert_removed(&env, &id);
+}
+
+#[test]
+fn python_joined_holds_the_lease_in_process_until_the_block_ends() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let (id, _) = terminal_worktree(&env, &repo);
+    let (ready1, go1, ready2, go2) = (
+        env.file("ready1"),
+        env.file("go1"),
+        env.file("ready2"),
+        env.file("go2"),
+    );
+    fifo(&go1);
+    fifo(&go2);
+    let script = format!(
+        "import os, sys\nsys.path.insert(0, {shim:?})\nimport lease_shim\n\
+         with lease_shim.joined():\n    open({r1:?}, 'w').write(str(os.getpid()))\n    open({g1:?}).read()\n\
+         open({r2:?}, 'w').write(str(os.getpid()))\nopen({g2:?}).read()\n",
+        shim = shim_dir().join("python").to_str().unwrap(),
+        r1 = ready1.to_str().unwrap(),
+        g1 = go1.to_str().unwrap(),
+        r2 = ready2.to_str().unwrap(),
+        g2 = go2.to_str().unwrap(),
+    );
+    let mut c = env.cmd("python3");
+    c.envs(lease_vars(&env, &id))
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .args(["-c", &script])
+        .process_group(0);
+    let bg = Bg(Some(c.spawn().unwrap()));
+    read_pid(&ready1);
+    assert_held(&env, &id, "consumer-alive");
+    release(&go1);
+    read_pid(&ready2);
+    // The process lives on, but it closed the lease when the block ended.
+    assert_removed(&env, &id);
+    release(&go2);
+    assert_code(&bg.wait(), 0);
+}
+
+// ---- shim/ci.sh ----
+
+/// Runs `script` as one CI step would: a fresh `sh` under `set -e` that
+/// sources shim/ci.sh, in the repository's checkout.
+fn ci_step(env: &TestEnv, repo: &Path, script: &str) -> Output {
+    env.cmd("sh")
+        .current_dir(repo)
+        .env("PATH", lease_on_path(env))
+        .env("LEASE_CI_STATE", env.file("ci-state"))
+        .arg("-c")
+        .arg(format!(
+            "set -e; . '{}'; {script}",
+            shim_dir().join("ci.sh").display()
+        ))
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn ci_steps_share_one_kept_worktree_and_finish_retires_it() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let state = env.file("ci-state");
+    let o = ci_step(&env, &repo, "lease_ci_finish");
+    assert_code(&o, 0);
+    assert!(
+        stderr(&o).contains("no worktree to finish"),
+        "{}",
+        stderr(&o)
+    );
+    let o = ci_step(&env, &repo, "lease_ci_step sh -c 'echo built > out.txt'");
+    assert_code(&o, 0);
+    let rec = env.record();
+    let id = rec["id"].as_str().unwrap().to_string();
+    let wt = rec["worktree"]["path"].as_str().unwrap().to_string();
+    assert_eq!(rec["state"], "retained", "kept between steps");
+    assert_eq!(rec["owner"]["kind"], "ci");
+    assert_eq!(fs::read_to_string(&state).unwrap(), format!("{id}\n{wt}\n"));
+    // A failing step fails the CI shell with its status; the worktree stays.
+    let o = ci_step(
+        &env,
+        &repo,
+        "lease_ci_step sh -c 'exit 3'; echo not reached",
+    );
+    assert_code(&o, 3);
+    assert!(!stdout(&o).contains("not reached"));
+    assert_eq!(env.record_of(&id)["state"], "retained");
+    // The next step runs in the same worktree and sees the first step's file.
+    let o = ci_step(
+        &env,
+        &repo,
+        "lease_ci_step sh -c 'test \"$(cat out.txt)\" = built && rm out.txt'; lease_ci_worktree",
+    );
+    assert_code(&o, 0);
+    assert_eq!(stdout(&o), format!("{wt}\n"));
+    assert_eq!(env.records().len(), 1, "one worktree for the whole job");
+    let o = ci_step(&env, &repo, "lease_ci_finish");
+    assert_code(&o, 0);
+    let rec = env.record_of(&id);
+    assert_eq!(rec["state"], "removed", "{}", stderr(&o));
+    assert_eq!(rec["sessions"].as_array().unwrap().len(), 4);
+    assert!(!state.exists(), "the state file goes with the worktree");
+}
+
+#[test]
+fn ci_finish_reports_a_held_worktree_and_can_be_retried() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let state = env.file("ci-state");
+    assert_code(
+        &ci_step(&env, &repo, "lease_ci_step sh -c 'echo x > left-behind'"),
+        0,
+    );
+    let o = ci_step(&env, &repo, "lease_ci_finish");
+    assert_code(&o, 1);
+    assert!(stdout(&o).contains("untracked"), "{}", stdout(&o));
+    let id = env.record()["id"].as_str().unwrap().to_string();
+    assert_eq!(env.record_of(&id)["state"], "terminal");
+    assert!(state.exists(), "kept for a retry");
+    assert_code(&ci_step(&env, &repo, "lease_ci_step rm left-behind"), 0);
+    assert_code(&ci_step(&env, &repo, "lease_ci_finish"), 0);
+    assert_eq!(env.record_of(&id)["state"], "removed");
+    // A state file that is a symlink is refused, never followed.
+    std::os::unix::fs::symlink(env.file("elsewhere"), &state).unwrap();
+    let o = ci_step(&env, &repo, "lease_ci_step true");
+    assert_code(&o, 125);
+    assert!(stderr(&o).contains("not a regular file"), "{}", stderr(&o));
+}
