@@ -313,3 +313,35 @@ fn resume_runs_in_a_retained_worktree_and_refuses_a_removed_one() {
     assert_code(&o, 125);
     assert!(stderr(&o).contains("lease restore"), "{}", stderr(&o));
 }
+
+#[test]
+fn a_bundle_whose_recorded_sha256_was_rewritten_too_fails_the_unbundle_check() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let (id, _) = archived(&env, &repo, "t4");
+    let rec_path = env.state.join("records").join(format!("{id}.json"));
+    let mut rec = env.record_of(&id);
+    let bundle = PathBuf::from(rec["archive"]["location"].as_str().unwrap().to_string());
+    let mut bytes = fs::read(&bundle).unwrap();
+    let at = bytes.len() - 30;
+    bytes[at] ^= 0xff;
+    fs::write(&bundle, &bytes).unwrap();
+    let sha = {
+        use sha2::Digest;
+        let d = sha2::Sha256::digest(&bytes);
+        d.iter().map(|b| format!("{b:02x}")).collect::<String>()
+    };
+    rec["archive"]["sha256"] = serde_json::json!(sha);
+    fs::write(&rec_path, serde_json::to_vec_pretty(&rec).unwrap()).unwrap();
+    let o = env
+        .lease()
+        .args(["archive", "verify", &id])
+        .output()
+        .unwrap();
+    assert_code(&o, 1);
+    assert!(stderr(&o).contains("archive-unverified"), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("sha256 is"), "{}", stderr(&o));
+    let o = restore(&env, &[&id]);
+    assert_code(&o, 1);
+    assert!(stderr(&o).contains("archive-unverified"), "{}", stderr(&o));
+}
