@@ -36,6 +36,7 @@ use crate::retire::Engine;
 use crate::sys::Ended;
 
 mod reconcile;
+mod restore;
 
 /// Exit codes of every command but `exec` (SPEC "Exit codes").
 pub mod exit {
@@ -83,6 +84,9 @@ enum Cmd {
         /// Lease an existing linked worktree instead of creating one.
         #[arg(long, value_name = "PATH", conflicts_with_all = ["branch", "base", "repo"])]
         adopt: Option<PathBuf>,
+        /// Run in the worktree of a retained or terminal record (a new session).
+        #[arg(long, value_name = "ID", conflicts_with_all = ["branch", "base", "repo", "adopt"])]
+        resume: Option<String>,
         /// Keep the worktree after the command exits (record it `retained`).
         #[arg(long)]
         keep: bool,
@@ -199,6 +203,50 @@ enum Cmd {
         #[arg(last = true, required = true, value_name = "CMD")]
         command: Vec<OsString>,
     },
+    /// Bring back an archived worktree: a new leased worktree at the archived
+    /// HEAD, after re-verifying the bundle. One-shot per archive.
+    ///
+    /// Writes only into a directory it creates; never moves an existing ref
+    /// (a moved branch gets `<branch>-restored-<id prefix>`).
+    Restore {
+        /// Record id (or unique prefix) of the retired worktree.
+        id: String,
+        /// Where to create the worktree (must not exist).
+        #[arg(long, value_name = "PATH")]
+        to: Option<PathBuf>,
+        /// Branch name to use (held `branch-moved` if it exists elsewhere).
+        #[arg(long, value_name = "NAME")]
+        branch: Option<String>,
+        /// Restore again although the archive was restored before.
+        #[arg(long)]
+        again: bool,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List the records that have archives.
+    Archives {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Work with one archive.
+    Archive {
+        #[command(subcommand)]
+        action: ArchiveCmd,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum ArchiveCmd {
+    /// Re-verify an archive (sha256, unbundle with fsck): exit 0 or 1.
+    Verify {
+        /// Record id or unique prefix.
+        id: String,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// Parses the arguments, runs the command, and returns the exit code.
@@ -225,6 +273,7 @@ pub fn run() -> ExitCode {
             branch,
             base,
             adopt,
+            resume,
             keep,
             owner,
             min_free,
@@ -238,6 +287,7 @@ pub fn run() -> ExitCode {
                     branch,
                     base,
                     adopt,
+                    resume,
                     keep,
                     owner: owner.as_deref().map(Owner::parse).transpose()?,
                     min_free: min_free.as_deref().map(MinFree::parse).transpose()?,
@@ -283,6 +333,17 @@ pub fn run() -> ExitCode {
             json,
         } => finish(reconcile::repair(&path, dry_run, json)),
         Cmd::Join { command } => join(command),
+        Cmd::Restore {
+            id,
+            to,
+            branch,
+            again,
+            json,
+        } => finish(restore::restore(id, to, branch, again, json)),
+        Cmd::Archives { json } => finish(restore::archives(json)),
+        Cmd::Archive {
+            action: ArchiveCmd::Verify { id, json },
+        } => finish(restore::verify(&id, json)),
     }
 }
 

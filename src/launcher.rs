@@ -108,6 +108,8 @@ pub struct ExecRequest {
     pub base: Option<String>,
     /// `--adopt`.
     pub adopt: Option<PathBuf>,
+    /// `--resume`: a record id or prefix whose worktree still exists.
+    pub resume: Option<String>,
     /// `--keep`.
     pub keep: bool,
     /// `--owner`, else `$LEASE_OWNER`, else `manual:<user>`.
@@ -163,9 +165,10 @@ pub fn exec(req: ExecRequest) -> Result<ExecResult> {
         ended_at: None,
         outcome: None,
     };
-    let prepared = match &req.adopt {
-        Some(path) => adopt(&reg, &git, path, &req, session)?,
-        None => create(&reg, &git, &req, session)?,
+    let prepared = match (&req.resume, &req.adopt) {
+        (Some(id), _) => resume(&reg, id, session)?,
+        (None, Some(path)) => adopt(&reg, &git, path, &req, session)?,
+        (None, None) => create(&reg, &git, &req, session)?,
     };
     run(&reg, git, prepared, &req)
 }
@@ -212,7 +215,7 @@ fn owner_of(req: &ExecRequest) -> Result<Owner> {
 }
 
 /// `<repo name>-<first 8 hex of sha256 of the canonical common git dir>`.
-fn repo_dir_name(common: &Path) -> String {
+pub(crate) fn repo_dir_name(common: &Path) -> String {
     let name = if common.file_name().is_some_and(|n| n == ".git") {
         common.parent().and_then(Path::file_name)
     } else {
@@ -368,7 +371,9 @@ fn create(reg: &Registry, git: &Git, req: &ExecRequest, session: Session) -> Res
     let wt = repo_root.join(&id);
     let creation = creation_lock(reg, &common);
     // `_held` keeps the lock open until `git worktree add` returned.
-    if let Err(e) = creation.and_then(|_held| add_worktree(&rg, &common, &wt, &branch, &base)) {
+    if let Err(e) =
+        creation.and_then(|_held| add_worktree(&rg, AddConfig::User, &common, &wt, &branch, &base))
+    {
         abandon(reg, &id, &e.to_string());
         return Err(e);
     }
@@ -386,6 +391,115 @@ fn create(reg: &Registry, git: &Git, req: &ExecRequest, session: Session) -> Res
         own_fd,
         created_now: true,
     })
+}
+
+/// A worktree made by `lease restore`: a new record and lease, `git worktree
+/// add` of `branch` at `base` into `wt` (default `<root>/<repo>/<id>`), which
+/// must not exist (`path-occupied`, checked under the creation lock). No
+/// command runs: the record goes `planned -> active -> terminal -> retained`
+/// (owner: the caller, reason: restored), so the reaper keeps it until
+/// `lease release`; `lease exec --resume ID` works in it.
+pub fn create_restored(
+    reg: &Registry,
+    git: &Git,
+    common: &Path,
+    wt: Option<PathBuf>,
+    branch: &str,
+    base: &str,
+    from: &str,
+) -> Result<(String, PathBuf)> {
+    let rg = git.repo(common)?;
+    let id = crate::registry::new_id()?;
+    let wt_root = reg.root().worktrees();
+    let (root, wt) = match wt {
+        Some(p) => {
+            let parent = p.parent().filter(|p| !p.as_os_str().is_empty());
+            let parent = fs::canonicalize(parent.unwrap_or(Path::new(".")))
+                .map_err(|e| Error::Usage(format!("`{}`: {e}", p.display())))?;
+            let name = p
+                .file_name()
+                .ok_or_else(|| Error::Usage(format!("`{}` has no file name", p.display())))?;
+            (parent.clone(), parent.join(name))
+        }
+        None => {
+            let r = wt_root.join(repo_dir_name(common));
+            crate::paths::make_private_dir(&r)?;
+            crate::paths::check_private_dir(&r, true)?;
+            (r.clone(), r.join(&id))
+        }
+    };
+    let occupied = || -> Result<()> {
+        if fs::symlink_metadata(&wt).is_ok() {
+            return Err(Error::refused(
+                HoldReason::PathOccupied,
+                format!(
+                    "`{}` exists; restore writes only into a directory it creates",
+                    wt.display()
+                ),
+            ));
+        }
+        Ok(())
+    };
+    occupied()?;
+    check_root_outside_worktrees(&rg, common, &[reg.root().path(), &wt_root, &root])?;
+    admit(DEFAULT_MIN_FREE, &[&root, reg.root().path()])?;
+    let owner = owner_of(&ExecRequest {
+        repo: None,
+        branch: None,
+        base: None,
+        adopt: None,
+        resume: None,
+        keep: true,
+        owner: None,
+        min_free: None,
+        rebuildable: Vec::new(),
+        command: Vec::new(),
+    })?;
+    let mut rec = Record::planned(
+        id.clone(),
+        crate::paths::utf8(common)?,
+        file_id(&root)?,
+        Origin::Created,
+        Some(branch.to_string()),
+        base.to_string(),
+        owner.clone(),
+    );
+    rec.restored_from = Some(from.to_string());
+    reg.create(&mut rec)?;
+    let (child_fd, own_fd, lease) = match make_lease(reg, &id) {
+        Ok(x) => x,
+        Err(e) => {
+            abandon(reg, &id, &e.to_string());
+            return Err(e);
+        }
+    };
+    reg.update(&id, |r| {
+        r.lease = Some(lease);
+        Ok(())
+    })?;
+    let added = creation_lock(reg, common).and_then(|_held| {
+        occupied()?;
+        add_worktree(&rg, AddConfig::Sanitized, common, &wt, branch, base)
+    });
+    if let Err(e) = added {
+        abandon(reg, &id, &e.to_string());
+        return Err(e);
+    }
+    let wt_id = file_id(&wt)?;
+    reg.update(&id, |r| {
+        r.worktree = Some(wt_id);
+        r.set_state(State::Active)?;
+        r.set_state(State::Terminal)?;
+        r.retention = Some(Retention {
+            owner,
+            reason: format!("restored from archive {}", &from[..8.min(from.len())]),
+            until: None,
+        });
+        r.set_state(State::Retained)
+    })?;
+    drop(own_fd);
+    drop(child_fd);
+    Ok((id, wt))
 }
 
 /// Refuses a worktree root inside any worktree of the repository: the
@@ -430,10 +544,28 @@ fn creation_lock(reg: &Registry, common: &Path) -> Result<fs::File> {
     Ok(lock)
 }
 
+/// How `git worktree add` sees repository config.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum AddConfig {
+    /// The user's own config, hooks and filters: `lease exec` only, whose
+    /// command runs arbitrary code in that tree anyway (SPEC "Sanitized git").
+    User,
+    /// The sanitized builder: every other command (restore) runs no
+    /// repository-configured program.
+    Sanitized,
+}
+
 /// Runs `git worktree add`; the caller holds the creation lock. Makes the
 /// branch with `--no-track` if it is missing; on failure deletes only a
 /// branch this attempt made, and only if it still points where it was made.
-fn add_worktree(rg: &RepoGit, common: &Path, wt: &Path, branch: &str, base: &str) -> Result<()> {
+fn add_worktree(
+    rg: &RepoGit,
+    how: AddConfig,
+    common: &Path,
+    wt: &Path,
+    branch: &str,
+    base: &str,
+) -> Result<()> {
     let full = format!("refs/heads/{branch}");
     let exists = rg
         .cmd(common)
@@ -453,7 +585,10 @@ fn add_worktree(rg: &RepoGit, common: &Path, wt: &Path, branch: &str, base: &str
             )));
         }
     }
-    let mut c = rg.git().user(common);
+    let mut c = match how {
+        AddConfig::User => rg.git().user(common),
+        AddConfig::Sanitized => rg.cmd(common),
+    };
     c.args(["worktree", "add", "-q"]);
     if exists {
         c.arg("--").arg(wt).arg(branch);
@@ -560,6 +695,45 @@ fn adopt(
         own_fd,
         created_now: false,
     })
+}
+
+/// `--resume ID`: a new session in the worktree of a `retained`, `terminal`
+/// (or `interrupted`) record whose worktree still exists; a removed record
+/// is refused with a hint to `lease restore` (never an empty new worktree).
+fn resume(reg: &Registry, id: &str, session: Session) -> Result<Prepared> {
+    let id = reg.resolve(id)?;
+    let rec = reg.get(&id)?;
+    if rec.state == State::Removed {
+        let hint = if rec.archive.is_some() {
+            format!("its commits are archived: `lease restore {}`", rec.prefix())
+        } else {
+            "it had no unique commits to archive".to_string()
+        };
+        return Err(Error::Usage(format!(
+            "record {} was removed; {hint}",
+            rec.id
+        )));
+    }
+    let Some(w) = rec.worktree.clone() else {
+        return Err(Error::refused(
+            HoldReason::NotRegistered,
+            format!("record {} has no worktree", rec.id),
+        ));
+    };
+    let wt = w.path();
+    match crate::safety::lstat(&wt) {
+        Some(s) if (s.dev, s.ino) == (w.dev, w.ino) => {}
+        _ => {
+            return Err(Error::refused(
+                HoldReason::PathIdentity,
+                format!(
+                    "`{}` is gone or is not the recorded directory",
+                    wt.display()
+                ),
+            ));
+        }
+    }
+    join_session(reg, rec, wt, session)
 }
 
 /// A new session in an already recorded worktree: lock the existing lease

@@ -21,7 +21,8 @@
 //! # Modules
 //! `cli` (the only one that prints) -> `launcher` (exec, and `launcher::join`
 //! for a process that lost its descriptor), `retire` (the engine), `reap`
-//! (the reconciler, which drives the engine), `hold` (retention by a named
+//! (the reconciler, which drives the engine), `restore` (a new leased
+//! worktree from a re-verified archive), `hold` (retention by a named
 //! owner) and `repair` (one stale registration) -> `plan` (pure gate
 //! decisions) over probes in `git`, `lease`, `safety`, `procs`; state in
 //! `registry`, `audit`, `paths`; raw OS calls in `sys`; test-only fault
@@ -42,6 +43,7 @@ pub mod reap;
 pub mod registry;
 pub mod repair;
 pub mod report;
+pub mod restore;
 pub mod retire;
 pub mod safety;
 pub mod sys;

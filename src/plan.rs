@@ -56,6 +56,7 @@ pub enum HoldReason {
     RootInsideWorktree,
     PathOccupied,
     BranchMoved,
+    AlreadyRestored,
 }
 
 impl HoldReason {
@@ -103,6 +104,12 @@ impl HoldReason {
             RepoMissing => "the repository is gone or moved; nothing can be proven",
             RootInsideWorktree => "set LEASE_HOME outside every checkout of the repository",
             PathOccupied => "choose a path that does not exist",
+            BranchMoved => {
+                "let restore pick `<branch>-restored-<id prefix>`, or name a new --branch"
+            }
+            AlreadyRestored => {
+                "the archive was restored before (see its receipts); pass --again for another copy"
+            }
             _ => "inspect the worktree; see docs/reason-codes.md",
         }
     }

@@ -307,6 +307,10 @@ pub struct Record {
     pub attempts: Vec<Attempt>,
     /// Set when removed.
     pub tombstone: Option<Tombstone>,
+    /// For a worktree made by `lease restore`: the record whose archive it
+    /// came from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restored_from: Option<String>,
     /// Transitions made since load, written to the audit log with the record.
     #[serde(skip)]
     pending: Vec<(State, State)>,
@@ -354,6 +358,7 @@ impl Record {
             archive: None,
             attempts: Vec::new(),
             tombstone: None,
+            restored_from: None,
             pending: Vec::new(),
         }
     }

@@ -787,51 +787,16 @@ impl Engine {
         if want != got {
             return Err(unverified("its refs differ from the commits archived"));
         }
-        let scratch = Scratch::new(self.reg.root(), &rec.id, "verify", fmt, repo, rg)
-            .map_err(|e| unverified(&format!("cannot make a scratch repository: {e}")))?;
-        let unbundled = rg
-            .cmd(&scratch.path)
-            .args([
-                "-c",
-                "transfer.fsckObjects=true",
-                "-c",
-                "fetch.fsckObjects=true",
-                "bundle",
-                "unbundle",
-            ])
-            .arg(bundle)
-            .run();
-        if let Err(e) = unbundled {
-            return Err(unverified(&format!("unbundle failed: {e}")));
-        }
-        let alt = scratch.path.join("objects/info/alternates");
-        let away = scratch.path.join("objects/info/alternates.off");
-        fs::rename(&alt, &away).map_err(|e| unverified(&e.to_string()))?;
-        for (_, oid) in &reach.tips {
-            let present = rg
-                .cmd(&scratch.path)
-                .args(["cat-file", "-e"])
-                .arg(format!("{oid}^{{commit}}"))
-                .output();
-            if !present.is_ok_and(|o| o.ok) {
-                return Err(unverified(&format!(
-                    "commit {oid} is not in the bundle's pack"
-                )));
-            }
-        }
-        fs::rename(&away, &alt).map_err(|e| unverified(&e.to_string()))?;
-        let mut c = rg.cmd(&scratch.path);
-        c.args(["rev-list", "--objects", "--quiet"]);
-        for (_, oid) in &reach.tips {
-            c.arg(oid);
-        }
-        if !header.prerequisites.is_empty() {
-            c.arg("--not").args(&header.prerequisites);
-        }
-        c.arg("--");
-        c.run()
-            .map_err(|e| unverified(&format!("incomplete: {e}")))?;
-        Ok(())
+        verify_bundle(
+            rg,
+            self.reg.root(),
+            &rec.id,
+            repo,
+            fmt,
+            bundle,
+            header,
+            &reach.tips,
+        )
     }
 
     /// Gate 7: HEAD, status, the bundle's sha256 and the record are unchanged.
@@ -998,6 +963,74 @@ impl Engine {
     }
 }
 
+/// The second half of [`Engine::verify`], shared with `lease restore`:
+/// `git bundle unbundle` with fsck into a fresh scratch repository borrowing
+/// the source's objects; with the alternates removed every tip exists there;
+/// with them restored the tips are complete down to the prerequisites.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn verify_bundle(
+    rg: &RepoGit,
+    root: &crate::paths::StateRoot,
+    id: &str,
+    repo: &Path,
+    fmt: &str,
+    bundle: &Path,
+    header: &BundleHeader,
+    tips: &[(String, String)],
+) -> Result<(), Hold> {
+    let unverified = |what: &str| {
+        Hold::new(
+            HoldReason::ArchiveUnverified,
+            format!("`{}`: {what}", bundle.display()),
+        )
+    };
+    let scratch = Scratch::new(root, id, "verify", fmt, repo, rg)
+        .map_err(|e| unverified(&format!("cannot make a scratch repository: {e}")))?;
+    let unbundled = rg
+        .cmd(&scratch.path)
+        .args([
+            "-c",
+            "transfer.fsckObjects=true",
+            "-c",
+            "fetch.fsckObjects=true",
+            "bundle",
+            "unbundle",
+        ])
+        .arg(bundle)
+        .run();
+    if let Err(e) = unbundled {
+        return Err(unverified(&format!("unbundle failed: {e}")));
+    }
+    let alt = scratch.path.join("objects/info/alternates");
+    let away = scratch.path.join("objects/info/alternates.off");
+    fs::rename(&alt, &away).map_err(|e| unverified(&e.to_string()))?;
+    for (_, oid) in tips {
+        let present = rg
+            .cmd(&scratch.path)
+            .args(["cat-file", "-e"])
+            .arg(format!("{oid}^{{commit}}"))
+            .output();
+        if !present.is_ok_and(|o| o.ok) {
+            return Err(unverified(&format!(
+                "commit {oid} is not in the bundle's pack"
+            )));
+        }
+    }
+    fs::rename(&away, &alt).map_err(|e| unverified(&e.to_string()))?;
+    let mut c = rg.cmd(&scratch.path);
+    c.args(["rev-list", "--objects", "--quiet"]);
+    for (_, oid) in tips {
+        c.arg(oid);
+    }
+    if !header.prerequisites.is_empty() {
+        c.arg("--not").args(&header.prerequisites);
+    }
+    c.arg("--");
+    c.run()
+        .map_err(|e| unverified(&format!("incomplete: {e}")))?;
+    Ok(())
+}
+
 /// What gate 6 found.
 #[derive(Debug)]
 struct Reach {
@@ -1056,14 +1089,14 @@ impl Drop for Scratch {
 
 /// A bundle's header: prerequisites (`-<oid>`) and refs (`<oid> <ref>`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct BundleHeader {
-    prerequisites: Vec<String>,
+pub(crate) struct BundleHeader {
+    pub(crate) prerequisites: Vec<String>,
     /// (oid, ref name)
-    refs: Vec<(String, String)>,
+    pub(crate) refs: Vec<(String, String)>,
 }
 
 /// Reads the header of the bundle open as `f` (from its start).
-fn read_header(f: &mut fs::File) -> Option<BundleHeader> {
+pub(crate) fn read_header(f: &mut fs::File) -> Option<BundleHeader> {
     use std::io::{Seek, SeekFrom};
     f.seek(SeekFrom::Start(0)).ok()?;
     let mut head = Vec::new();
@@ -1145,7 +1178,7 @@ pub fn free_bytes(path: &Path) -> u64 {
 }
 
 /// Hashes a file from the start through an open descriptor (sha256, hex).
-fn fd_sha256(f: &mut fs::File) -> std::io::Result<String> {
+pub(crate) fn fd_sha256(f: &mut fs::File) -> std::io::Result<String> {
     use sha2::Digest;
     use std::io::{Seek, SeekFrom};
     f.seek(SeekFrom::Start(0))?;

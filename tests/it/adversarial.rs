@@ -2100,3 +2100,23 @@ fn a7_state_root_under_a_group_writable_parent() {
         "nothing created below it"
     );
 }
+
+#[test]
+fn c15_restore_runs_no_repository_configured_program() {
+    let fx = Fx::new();
+    let (id, _) = fx.worktree(
+        "git checkout -q --detach && echo r > r.txt && git add r.txt && git commit -qm restorable",
+    );
+    fx.remove(&id);
+    let o = fx.env.lease().args(["restore", &id[..8]]).output().unwrap();
+    assert_code(&o, 0);
+    fx.assert_clean();
+    let restored = fx
+        .env
+        .records()
+        .into_iter()
+        .find(|r| r["restored_from"].is_string())
+        .unwrap();
+    let wt = PathBuf::from(restored["worktree"]["path"].as_str().unwrap());
+    assert_eq!(fs::read_to_string(wt.join("r.txt")).unwrap(), "r\n");
+}

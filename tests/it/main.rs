@@ -14,6 +14,7 @@ mod adversarial;
 mod exec;
 mod list;
 mod reap;
+mod restore;
 mod retire;
 mod shim;
 

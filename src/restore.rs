@@ -1,0 +1,379 @@
+//! `lease restore` and `lease archive verify`: get archived work back as a new
+//! leased worktree, after proving the bundle is still the one verified.
+//!
+//! # Invariants
+//! - The bundle is re-verified before use: sha256 of the file, then the same
+//!   unbundle-with-fsck verification as retire (`retire::verify_bundle`),
+//!   and its prerequisites must still be in the repository.
+//! - restore writes only into a directory it creates (`path-occupied`
+//!   otherwise), never runs `clean`, `reset --hard` or `checkout --force`,
+//!   and never moves an existing ref: a branch that moved gets
+//!   `<branch>-restored-<id prefix>`, or `branch-moved` when demanded.
+//! - One-shot: a receipt goes into the archive record; a second restore
+//!   refuses (`already-restored`) unless `--again`.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+use crate::git::{self, Git, RepoGit};
+use crate::plan::HoldReason;
+use crate::registry::{Archive, Record, Registry};
+
+/// What `lease restore` was asked to do.
+#[derive(Debug, Clone)]
+pub struct RestoreRequest {
+    /// Record id or unique prefix of the archived record.
+    pub id: String,
+    /// `--to`: the new worktree's path (must not exist).
+    pub to: Option<PathBuf>,
+    /// `--branch`: a demanded branch name.
+    pub branch: Option<String>,
+    /// `--again`: restore although a receipt exists.
+    pub again: bool,
+}
+
+/// What a restore did.
+#[derive(Debug, Clone, Serialize)]
+pub struct RestoreReport {
+    /// The archived record.
+    pub from: String,
+    /// The new record.
+    pub id: String,
+    /// The new worktree.
+    pub worktree: String,
+    /// The branch checked out there.
+    pub branch: String,
+    /// The restored HEAD.
+    pub head: String,
+    /// The ref the bundle's head was fetched into.
+    pub fetched_ref: String,
+    /// The bundle.
+    pub bundle: String,
+}
+
+/// One archive, as `lease archives` lists it.
+#[derive(Debug, Clone, Serialize)]
+pub struct ArchiveEntry {
+    /// The record id.
+    pub id: String,
+    /// The record's state.
+    pub state: String,
+    /// The repository (common git dir).
+    pub repository: String,
+    /// The branch the worktree had.
+    pub branch: Option<String>,
+    /// The archived HEAD.
+    pub tip: String,
+    /// Commits in the bundle.
+    pub commits: u64,
+    /// Size of the bundle file in bytes, if it is still there.
+    pub size: Option<u64>,
+    /// Recorded sha256.
+    pub sha256: String,
+    /// The bundle path.
+    pub location: String,
+    /// Restores made from it.
+    pub receipts: Vec<serde_json::Value>,
+}
+
+/// The bundle ref naming the archived HEAD.
+fn head_ref(id: &str) -> String {
+    format!("refs/lease/{id}/head")
+}
+
+/// Returns the archive of `rec`, or a usage error when it has none.
+fn archive_of(rec: &Record) -> Result<&Archive> {
+    rec.archive
+        .as_ref()
+        .ok_or_else(|| Error::Usage(format!("record {} has no archive", rec.id)))
+}
+
+/// Re-verifies the archive of `rec`: sha256 of the file, its header names
+/// the recorded refs, its prerequisites are in the repository, then unbundle
+/// with fsck in a scratch repository. Every failure is `archive-unverified`.
+pub fn verify_archive(reg: &Registry, rg: &RepoGit, rec: &Record) -> Result<()> {
+    let a = archive_of(rec)?;
+    let bundle = Path::new(&a.location);
+    let unverified = |what: String| {
+        Error::refused(
+            HoldReason::ArchiveUnverified,
+            format!("`{}`: {what}", bundle.display()),
+        )
+    };
+    let mut file = fs::File::open(bundle).map_err(|e| unverified(format!("cannot open: {e}")))?;
+    let sha =
+        crate::retire::fd_sha256(&mut file).map_err(|e| unverified(format!("cannot hash: {e}")))?;
+    if sha != a.sha256 {
+        return Err(unverified(format!(
+            "sha256 is {sha}, recorded {}",
+            a.sha256
+        )));
+    }
+    let header = crate::retire::read_header(&mut file)
+        .ok_or_else(|| unverified("has no bundle header".into()))?;
+    let mut want: Vec<(String, String)> =
+        a.refs.iter().map(|(n, o)| (o.clone(), n.clone())).collect();
+    let mut got = header.refs.clone();
+    want.sort();
+    got.sort();
+    if want != got {
+        return Err(unverified("its refs differ from the recorded ones".into()));
+    }
+    let repo = PathBuf::from(&rec.repo);
+    for p in &header.prerequisites {
+        let present = rg
+            .cmd(&repo)
+            .args(["cat-file", "-e"])
+            .arg(format!("{p}^{{commit}}"))
+            .output()?
+            .ok;
+        if !present {
+            return Err(unverified(format!(
+                "prerequisite {p} is no longer in `{}`",
+                repo.display()
+            )));
+        }
+    }
+    let fmt = git::first_line(
+        &rg.cmd(&repo)
+            .args(["rev-parse", "--show-object-format"])
+            .run()?,
+    );
+    let tips: Vec<(String, String)> = a.refs.iter().map(|(n, o)| (n.clone(), o.clone())).collect();
+    crate::retire::verify_bundle(rg, reg.root(), &rec.id, &repo, &fmt, bundle, &header, &tips)
+        .map_err(|h| Error::refused(h.reason, h.detail))
+}
+
+/// Opens the registry and the repository of record `id` for a command that
+/// reads or restores its archive.
+fn open(id: &str) -> Result<(Registry, Git, Record)> {
+    if crate::paths::StateRoot::open_existing()?.is_none() {
+        return Err(Error::Usage(format!("no record matches `{id}`")));
+    }
+    let reg = Registry::new(crate::paths::StateRoot::open_or_create()?);
+    let id = reg.resolve(id)?;
+    let rec = reg.get(&id)?;
+    let git = Git::resolve()?;
+    Ok((reg, git, rec))
+}
+
+/// `lease archive verify ID`.
+pub fn verify(id: &str) -> Result<Record> {
+    let (reg, git, rec) = open(id)?;
+    let rg = git.repo(Path::new(&rec.repo))?;
+    verify_archive(&reg, &rg, &rec)?;
+    Ok(rec)
+}
+
+/// `lease archives`: every record with an archive.
+pub fn archives() -> Result<Vec<ArchiveEntry>> {
+    let Some(root) = crate::paths::StateRoot::open_existing()? else {
+        return Ok(Vec::new());
+    };
+    let reg = Registry::new(root);
+    let mut out = Vec::new();
+    for l in reg.scan()? {
+        let crate::registry::Loaded::Ok(r) = l else {
+            continue;
+        };
+        let Some(a) = &r.archive else { continue };
+        out.push(ArchiveEntry {
+            id: r.id.clone(),
+            state: r.state.name().to_string(),
+            repository: r.repo.clone(),
+            branch: r.branch.clone(),
+            tip: a.tip.clone(),
+            commits: a.commits,
+            size: fs::metadata(&a.location).ok().map(|m| m.len()),
+            sha256: a.sha256.clone(),
+            location: a.location.clone(),
+            receipts: a.receipts.clone(),
+        });
+    }
+    out.sort_by(|a, b| a.id.cmp(&b.id));
+    Ok(out)
+}
+
+/// Returns the commit `refs/heads/<name>` points at, if it exists.
+fn branch_tip(rg: &RepoGit, repo: &Path, name: &str) -> Result<Option<String>> {
+    let out = rg
+        .cmd(repo)
+        .args(["rev-parse", "--verify", "-q"])
+        .arg(format!("refs/heads/{name}^{{commit}}"))
+        .output()?;
+    Ok(out.ok.then(|| git::first_line(&out.stdout)))
+}
+
+/// Chooses the branch: the demanded or archived name if it is missing or
+/// already at the tip (and, when not demanded, not checked out elsewhere);
+/// otherwise `<name>-restored-<prefix>` (a further copy, with `--again`,
+/// gets one more random suffix). A demanded name that moved is
+/// `branch-moved`.
+fn choose_branch(
+    rg: &RepoGit,
+    repo: &Path,
+    rec: &Record,
+    demanded: Option<&str>,
+    tip: &str,
+) -> Result<String> {
+    let name = demanded
+        .map(str::to_string)
+        .or_else(|| rec.branch.clone())
+        .unwrap_or_else(|| format!("lease/{}", rec.prefix()));
+    if !rg
+        .cmd(repo)
+        .args(["check-ref-format", "--branch", &name])
+        .output()?
+        .ok
+    {
+        return Err(Error::Usage(format!("`{name}` is not a valid branch name")));
+    }
+    let moved = |n: &str, at: &str| {
+        Error::refused(
+            HoldReason::BranchMoved,
+            format!(
+                "branch `{n}` is at {at}, not at the archived {tip}; restore never moves a ref"
+            ),
+        )
+    };
+    let busy = checked_out(rg, repo)?;
+    match branch_tip(rg, repo, &name)? {
+        None => return Ok(name),
+        Some(at) if at == tip && (demanded.is_some() || !busy.contains(&name)) => {
+            return Ok(name);
+        }
+        Some(at) if at != tip && demanded.is_some() => return Err(moved(&name, &at)),
+        Some(_) => {}
+    }
+    let alt = format!("{name}-restored-{}", rec.prefix());
+    match branch_tip(rg, repo, &alt)? {
+        None => Ok(alt),
+        Some(at) if at == tip && !busy.contains(&alt) => Ok(alt),
+        Some(at) if at == tip => Ok(format!("{alt}-{}", &crate::registry::new_id()?[..8])),
+        Some(at) => Err(moved(&alt, &at)),
+    }
+}
+
+/// The short names of the branches checked out in some worktree.
+fn checked_out(rg: &RepoGit, repo: &Path) -> Result<Vec<String>> {
+    let list = rg.worktree_list(repo)?;
+    Ok(git::parse_worktrees(&list)
+        .into_iter()
+        .filter_map(|e| e.branch)
+        .map(|b| String::from_utf8_lossy(b.strip_prefix(b"refs/heads/").unwrap_or(&b)).into_owned())
+        .collect())
+}
+
+/// `lease restore`.
+pub fn restore(req: &RestoreRequest) -> Result<RestoreReport> {
+    let (reg, git, rec) = open(&req.id)?;
+    let a = archive_of(&rec)?.clone();
+    if !a.receipts.is_empty() && !req.again {
+        return Err(Error::refused(
+            HoldReason::AlreadyRestored,
+            format!(
+                "archive of {} was restored {} time(s) already",
+                rec.id,
+                a.receipts.len()
+            ),
+        ));
+    }
+    if let Some(to) = &req.to
+        && fs::symlink_metadata(to).is_ok()
+    {
+        return Err(Error::refused(
+            HoldReason::PathOccupied,
+            format!(
+                "`{}` exists; restore writes only into a directory it creates",
+                to.display()
+            ),
+        ));
+    }
+    let repo = PathBuf::from(&rec.repo);
+    if !repo.is_dir() {
+        return Err(Error::refused(
+            HoldReason::RepoMissing,
+            format!("repository `{}` is gone", repo.display()),
+        ));
+    }
+    let rg = git.repo(&repo)?;
+    let tip = a
+        .refs
+        .get(&head_ref(&rec.id))
+        .cloned()
+        .unwrap_or(a.tip.clone());
+    let branch = choose_branch(&rg, &repo, &rec, req.branch.as_deref(), &tip)?;
+    verify_archive(&reg, &rg, &rec)?;
+    let fetched = format!("refs/lease/restore/{}", rec.id);
+    rg.cmd(&repo)
+        .args([
+            "-c",
+            "transfer.fsckObjects=true",
+            "-c",
+            "fetch.fsckObjects=true",
+            "fetch",
+            "--no-tags",
+            "--no-write-fetch-head",
+            "--no-recurse-submodules",
+            "--",
+        ])
+        .arg(&a.location)
+        .arg(format!("{}:{fetched}", head_ref(&rec.id)))
+        .run()?;
+    let at = rg
+        .cmd(&repo)
+        .args([
+            "rev-parse",
+            "--verify",
+            "-q",
+            &format!("{fetched}^{{commit}}"),
+        ])
+        .run()
+        .map(|o| git::first_line(&o))?;
+    if at != tip {
+        return Err(Error::refused(
+            HoldReason::ArchiveUnverified,
+            format!("`{fetched}` is at {at}, not at the archived {tip}"),
+        ));
+    }
+    let (id, wt) = crate::launcher::create_restored(
+        &reg,
+        &git,
+        &repo,
+        req.to.clone(),
+        &branch,
+        &tip,
+        &rec.id,
+    )?;
+    let head = git::first_line(
+        &rg.cmd(&wt)
+            .args(["rev-parse", "--verify", "-q", "HEAD^{commit}"])
+            .run()?,
+    );
+    let worktree = crate::paths::utf8(&wt)?;
+    let receipt = serde_json::json!({
+        "at": crate::registry::now(),
+        "record": id,
+        "head": head,
+        "branch": branch,
+        "worktree": worktree,
+    });
+    reg.update(&rec.id, |r| {
+        if let Some(a) = r.archive.as_mut() {
+            a.receipts.push(receipt);
+        }
+        Ok(())
+    })?;
+    Ok(RestoreReport {
+        from: rec.id.clone(),
+        id,
+        worktree,
+        branch,
+        head,
+        fetched_ref: fetched,
+        bundle: a.location.clone(),
+    })
+}
