@@ -35,6 +35,7 @@ use crate::report::{GitInfo, RetireReport, TargetReport};
 use crate::retire::Engine;
 use crate::sys::Ended;
 
+mod generate;
 mod reconcile;
 
 /// Exit codes of every command but `exec` (SPEC "Exit codes").
@@ -199,6 +200,19 @@ enum Cmd {
         #[arg(last = true, required = true, value_name = "CMD")]
         command: Vec<OsString>,
     },
+    /// Write the man page and shell completions (for packagers and scripts/gen-docs).
+    #[command(hide = true)]
+    Generate {
+        /// Directory to write `man/lease.1` and `completions/` into.
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+    },
+}
+
+/// Returns the clap definition of the whole command line, for the man page
+/// and completions generators.
+pub fn command() -> clap::Command {
+    <Cli as clap::CommandFactory>::command()
 }
 
 /// Parses the arguments, runs the command, and returns the exit code.
@@ -283,6 +297,7 @@ pub fn run() -> ExitCode {
             json,
         } => finish(reconcile::repair(&path, dry_run, json)),
         Cmd::Join { command } => join(command),
+        Cmd::Generate { out } => finish(generate::generate(&out)),
     }
 }
 
