@@ -36,6 +36,7 @@ use crate::retire::Engine;
 use crate::sys::Ended;
 
 mod generate;
+mod metrics;
 mod reconcile;
 
 /// Exit codes of every command but `exec` (SPEC "Exit codes").
@@ -200,6 +201,12 @@ enum Cmd {
         #[arg(last = true, required = true, value_name = "CMD")]
         command: Vec<OsString>,
     },
+    /// Print Prometheus metrics of the state root (for node_exporter's textfile collector).
+    Metrics {
+        /// Write to FILE atomically (a temp file in its directory, then rename) instead of stdout.
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+    },
     /// Write the man page and shell completions (for packagers and scripts/gen-docs).
     #[command(hide = true)]
     Generate {
@@ -297,6 +304,7 @@ pub fn run() -> ExitCode {
             json,
         } => finish(reconcile::repair(&path, dry_run, json)),
         Cmd::Join { command } => join(command),
+        Cmd::Metrics { out } => finish(metrics::metrics(out.as_deref())),
         Cmd::Generate { out } => finish(generate::generate(&out)),
     }
 }

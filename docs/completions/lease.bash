@@ -34,6 +34,9 @@ _lease() {
             lease,list)
                 cmd="lease__subcmd__list"
                 ;;
+            lease,metrics)
+                cmd="lease__subcmd__metrics"
+                ;;
             lease,reap)
                 cmd="lease__subcmd__reap"
                 ;;
@@ -67,6 +70,9 @@ _lease() {
             lease__subcmd__help,list)
                 cmd="lease__subcmd__help__subcmd__list"
                 ;;
+            lease__subcmd__help,metrics)
+                cmd="lease__subcmd__help__subcmd__metrics"
+                ;;
             lease__subcmd__help,reap)
                 cmd="lease__subcmd__help__subcmd__reap"
                 ;;
@@ -89,7 +95,7 @@ _lease() {
 
     case "${cmd}" in
         lease)
-            opts="-h -V --help --version exec retire list show hold release reap repair join generate help"
+            opts="-h -V --help --version exec retire list show hold release reap repair join metrics generate help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -163,7 +169,7 @@ _lease() {
             return 0
             ;;
         lease__subcmd__help)
-            opts="exec retire list show hold release reap repair join generate help"
+            opts="exec retire list show hold release reap repair join metrics generate help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -247,6 +253,20 @@ _lease() {
             return 0
             ;;
         lease__subcmd__help__subcmd__list)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        lease__subcmd__help__subcmd__metrics)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -377,6 +397,24 @@ _lease() {
                 return 0
             fi
             case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        lease__subcmd__metrics)
+            opts="-h --out --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --out)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;

@@ -13,6 +13,7 @@ mod support;
 mod adversarial;
 mod exec;
 mod list;
+mod metrics;
 mod reap;
 mod retire;
 mod shim;
