@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_lease_global_optspecs
-    string join \n h/help V/version
+    string join \n v/verbose q/quiet log-format= h/help V/version
 end
 
 function __fish_lease_needs_command
@@ -24,7 +24,11 @@ function __fish_lease_using_subcommand
     contains -- $cmd[1] $argv
 end
 
-complete -c lease -n "__fish_lease_needs_command" -s h -l help -d 'Print help'
+complete -c lease -n "__fish_lease_needs_command" -l log-format -d 'Log line format on stderr (RUST_LOG, when set, chooses what is logged)' -r -f -a "text\t'Human-readable lines'
+json\t'One JSON object per line, for machines'"
+complete -c lease -n "__fish_lease_needs_command" -s v -l verbose -d 'Log more to stderr (-v info, -vv debug, -vvv trace; default warn)'
+complete -c lease -n "__fish_lease_needs_command" -s q -l quiet -d 'Log less to stderr (-q errors only, -qq nothing)'
+complete -c lease -n "__fish_lease_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c lease -n "__fish_lease_needs_command" -s V -l version -d 'Print version'
 complete -c lease -n "__fish_lease_needs_command" -f -a "exec" -d 'Run a command in a leased worktree (created, or adopted with --adopt)'
 complete -c lease -n "__fish_lease_needs_command" -f -a "retire" -d 'Remove worktrees nobody uses and nothing would be lost from'
@@ -45,37 +49,81 @@ complete -c lease -n "__fish_lease_using_subcommand exec" -l adopt -d 'Lease an 
 complete -c lease -n "__fish_lease_using_subcommand exec" -l owner -d 'Owner as KIND:NAME (default: $LEASE_OWNER, else manual:USER)' -r
 complete -c lease -n "__fish_lease_using_subcommand exec" -l min-free -d 'Free-space watermark, bytes with a unit or a percentage (default 1G; $LEASE_MIN_FREE)' -r
 complete -c lease -n "__fish_lease_using_subcommand exec" -l rebuildable -d 'Output path (relative to the worktree top) that may be deleted: ignored files there do not hold the after-exit retire' -r
+complete -c lease -n "__fish_lease_using_subcommand exec" -l log-format -d 'Log line format on stderr (RUST_LOG, when set, chooses what is logged)' -r -f -a "text\t'Human-readable lines'
+json\t'One JSON object per line, for machines'"
 complete -c lease -n "__fish_lease_using_subcommand exec" -l keep -d 'Keep the worktree after the command exits (record it `retained`)'
 complete -c lease -n "__fish_lease_using_subcommand exec" -l json -d 'Print the after-exit retire disposition as JSON on stderr'
+complete -c lease -n "__fish_lease_using_subcommand exec" -s v -l verbose -d 'Log more to stderr (-v info, -vv debug, -vvv trace; default warn)'
+complete -c lease -n "__fish_lease_using_subcommand exec" -s q -l quiet -d 'Log less to stderr (-q errors only, -qq nothing)'
 complete -c lease -n "__fish_lease_using_subcommand exec" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c lease -n "__fish_lease_using_subcommand retire" -l rebuildable -d 'Output path (relative to the worktree top, e.g. `target`) declared rebuildable: ignored files there do not hold and are deleted by lease (also `$LEASE_REBUILDABLE`, `:`-separated)' -r
+complete -c lease -n "__fish_lease_using_subcommand retire" -l log-format -d 'Log line format on stderr (RUST_LOG, when set, chooses what is logged)' -r -f -a "text\t'Human-readable lines'
+json\t'One JSON object per line, for machines'"
 complete -c lease -n "__fish_lease_using_subcommand retire" -l all -d 'Every terminal or interrupted record'
 complete -c lease -n "__fish_lease_using_subcommand retire" -l dry-run -d 'Say what would happen; change nothing, take no lock'
 complete -c lease -n "__fish_lease_using_subcommand retire" -l json -d 'Print the report as JSON'
-complete -c lease -n "__fish_lease_using_subcommand retire" -s h -l help -d 'Print help'
+complete -c lease -n "__fish_lease_using_subcommand retire" -s v -l verbose -d 'Log more to stderr (-v info, -vv debug, -vvv trace; default warn)'
+complete -c lease -n "__fish_lease_using_subcommand retire" -s q -l quiet -d 'Log less to stderr (-q errors only, -qq nothing)'
+complete -c lease -n "__fish_lease_using_subcommand retire" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c lease -n "__fish_lease_using_subcommand list" -l log-format -d 'Log line format on stderr (RUST_LOG, when set, chooses what is logged)' -r -f -a "text\t'Human-readable lines'
+json\t'One JSON object per line, for machines'"
 complete -c lease -n "__fish_lease_using_subcommand list" -l json -d 'Print JSON'
-complete -c lease -n "__fish_lease_using_subcommand list" -s h -l help -d 'Print help'
+complete -c lease -n "__fish_lease_using_subcommand list" -s v -l verbose -d 'Log more to stderr (-v info, -vv debug, -vvv trace; default warn)'
+complete -c lease -n "__fish_lease_using_subcommand list" -s q -l quiet -d 'Log less to stderr (-q errors only, -qq nothing)'
+complete -c lease -n "__fish_lease_using_subcommand list" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c lease -n "__fish_lease_using_subcommand show" -l log-format -d 'Log line format on stderr (RUST_LOG, when set, chooses what is logged)' -r -f -a "text\t'Human-readable lines'
+json\t'One JSON object per line, for machines'"
 complete -c lease -n "__fish_lease_using_subcommand show" -l json -d 'Print JSON'
-complete -c lease -n "__fish_lease_using_subcommand show" -s h -l help -d 'Print help'
+complete -c lease -n "__fish_lease_using_subcommand show" -s v -l verbose -d 'Log more to stderr (-v info, -vv debug, -vvv trace; default warn)'
+complete -c lease -n "__fish_lease_using_subcommand show" -s q -l quiet -d 'Log less to stderr (-q errors only, -qq nothing)'
+complete -c lease -n "__fish_lease_using_subcommand show" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c lease -n "__fish_lease_using_subcommand hold" -l reason -d 'Why it is kept' -r
 complete -c lease -n "__fish_lease_using_subcommand hold" -l owner -d 'Who keeps it, as KIND:NAME (default: $LEASE_OWNER, else manual:USER)' -r
 complete -c lease -n "__fish_lease_using_subcommand hold" -l until -d 'Until when: RFC 3339 or a span such as 7d or 12h (default: no expiry)' -r
+complete -c lease -n "__fish_lease_using_subcommand hold" -l log-format -d 'Log line format on stderr (RUST_LOG, when set, chooses what is logged)' -r -f -a "text\t'Human-readable lines'
+json\t'One JSON object per line, for machines'"
 complete -c lease -n "__fish_lease_using_subcommand hold" -l json -d 'Print JSON'
+complete -c lease -n "__fish_lease_using_subcommand hold" -s v -l verbose -d 'Log more to stderr (-v info, -vv debug, -vvv trace; default warn)'
+complete -c lease -n "__fish_lease_using_subcommand hold" -s q -l quiet -d 'Log less to stderr (-q errors only, -qq nothing)'
 complete -c lease -n "__fish_lease_using_subcommand hold" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c lease -n "__fish_lease_using_subcommand release" -l log-format -d 'Log line format on stderr (RUST_LOG, when set, chooses what is logged)' -r -f -a "text\t'Human-readable lines'
+json\t'One JSON object per line, for machines'"
 complete -c lease -n "__fish_lease_using_subcommand release" -l json -d 'Print JSON'
-complete -c lease -n "__fish_lease_using_subcommand release" -s h -l help -d 'Print help'
+complete -c lease -n "__fish_lease_using_subcommand release" -s v -l verbose -d 'Log more to stderr (-v info, -vv debug, -vvv trace; default warn)'
+complete -c lease -n "__fish_lease_using_subcommand release" -s q -l quiet -d 'Log less to stderr (-q errors only, -qq nothing)'
+complete -c lease -n "__fish_lease_using_subcommand release" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c lease -n "__fish_lease_using_subcommand reap" -l log-format -d 'Log line format on stderr (RUST_LOG, when set, chooses what is logged)' -r -f -a "text\t'Human-readable lines'
+json\t'One JSON object per line, for machines'"
 complete -c lease -n "__fish_lease_using_subcommand reap" -l dry-run -d 'Say what would happen; change nothing (the default)'
 complete -c lease -n "__fish_lease_using_subcommand reap" -l apply -d 'Act: finish, retire and persist orphans'
 complete -c lease -n "__fish_lease_using_subcommand reap" -l json -d 'Print the report as JSON'
-complete -c lease -n "__fish_lease_using_subcommand reap" -s h -l help -d 'Print help'
+complete -c lease -n "__fish_lease_using_subcommand reap" -s v -l verbose -d 'Log more to stderr (-v info, -vv debug, -vvv trace; default warn)'
+complete -c lease -n "__fish_lease_using_subcommand reap" -s q -l quiet -d 'Log less to stderr (-q errors only, -qq nothing)'
+complete -c lease -n "__fish_lease_using_subcommand reap" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c lease -n "__fish_lease_using_subcommand repair" -l log-format -d 'Log line format on stderr (RUST_LOG, when set, chooses what is logged)' -r -f -a "text\t'Human-readable lines'
+json\t'One JSON object per line, for machines'"
 complete -c lease -n "__fish_lease_using_subcommand repair" -l dry-run -d 'Say what would happen; change nothing'
 complete -c lease -n "__fish_lease_using_subcommand repair" -l json -d 'Print the report as JSON'
+complete -c lease -n "__fish_lease_using_subcommand repair" -s v -l verbose -d 'Log more to stderr (-v info, -vv debug, -vvv trace; default warn)'
+complete -c lease -n "__fish_lease_using_subcommand repair" -s q -l quiet -d 'Log less to stderr (-q errors only, -qq nothing)'
 complete -c lease -n "__fish_lease_using_subcommand repair" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c lease -n "__fish_lease_using_subcommand join" -l log-format -d 'Log line format on stderr (RUST_LOG, when set, chooses what is logged)' -r -f -a "text\t'Human-readable lines'
+json\t'One JSON object per line, for machines'"
+complete -c lease -n "__fish_lease_using_subcommand join" -s v -l verbose -d 'Log more to stderr (-v info, -vv debug, -vvv trace; default warn)'
+complete -c lease -n "__fish_lease_using_subcommand join" -s q -l quiet -d 'Log less to stderr (-q errors only, -qq nothing)'
 complete -c lease -n "__fish_lease_using_subcommand join" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c lease -n "__fish_lease_using_subcommand metrics" -l out -d 'Write to FILE atomically (a temp file in its directory, then rename) instead of stdout' -r -F
-complete -c lease -n "__fish_lease_using_subcommand metrics" -s h -l help -d 'Print help'
+complete -c lease -n "__fish_lease_using_subcommand metrics" -l log-format -d 'Log line format on stderr (RUST_LOG, when set, chooses what is logged)' -r -f -a "text\t'Human-readable lines'
+json\t'One JSON object per line, for machines'"
+complete -c lease -n "__fish_lease_using_subcommand metrics" -s v -l verbose -d 'Log more to stderr (-v info, -vv debug, -vvv trace; default warn)'
+complete -c lease -n "__fish_lease_using_subcommand metrics" -s q -l quiet -d 'Log less to stderr (-q errors only, -qq nothing)'
+complete -c lease -n "__fish_lease_using_subcommand metrics" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c lease -n "__fish_lease_using_subcommand generate" -l out -d 'Directory to write `man/lease.1` and `completions/` into' -r -F
-complete -c lease -n "__fish_lease_using_subcommand generate" -s h -l help -d 'Print help'
+complete -c lease -n "__fish_lease_using_subcommand generate" -l log-format -d 'Log line format on stderr (RUST_LOG, when set, chooses what is logged)' -r -f -a "text\t'Human-readable lines'
+json\t'One JSON object per line, for machines'"
+complete -c lease -n "__fish_lease_using_subcommand generate" -s v -l verbose -d 'Log more to stderr (-v info, -vv debug, -vvv trace; default warn)'
+complete -c lease -n "__fish_lease_using_subcommand generate" -s q -l quiet -d 'Log less to stderr (-q errors only, -qq nothing)'
+complete -c lease -n "__fish_lease_using_subcommand generate" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c lease -n "__fish_lease_using_subcommand help; and not __fish_seen_subcommand_from exec retire list show hold release reap repair join metrics generate help" -f -a "exec" -d 'Run a command in a leased worktree (created, or adopted with --adopt)'
 complete -c lease -n "__fish_lease_using_subcommand help; and not __fish_seen_subcommand_from exec retire list show hold release reap repair join metrics generate help" -f -a "retire" -d 'Remove worktrees nobody uses and nothing would be lost from'
 complete -c lease -n "__fish_lease_using_subcommand help; and not __fish_seen_subcommand_from exec retire list show hold release reap repair join metrics generate help" -f -a "list" -d 'List records, their states and holders'

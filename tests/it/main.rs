@@ -13,6 +13,7 @@ mod support;
 mod adversarial;
 mod exec;
 mod list;
+mod logs;
 mod metrics;
 mod reap;
 mod retire;
