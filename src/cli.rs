@@ -35,6 +35,9 @@ use crate::report::{GitInfo, RetireReport, TargetReport};
 use crate::retire::Engine;
 use crate::sys::Ended;
 
+mod generate;
+mod log;
+mod metrics;
 mod reconcile;
 mod restore;
 
@@ -60,6 +63,21 @@ pub mod exit {
 #[derive(Debug, Parser)]
 #[command(name = "lease", version, about, max_term_width = 100)]
 struct Cli {
+    /// Log more to stderr (-v info, -vv debug, -vvv trace; default warn).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
+    /// Log less to stderr (-q errors only, -qq nothing).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    quiet: u8,
+    /// Log line format on stderr (RUST_LOG, when set, chooses what is logged).
+    #[arg(
+        long,
+        global = true,
+        value_enum,
+        default_value_t,
+        value_name = "FORMAT"
+    )]
+    log_format: log::LogFormat,
     #[command(subcommand)]
     command: Cmd,
 }
@@ -235,6 +253,19 @@ enum Cmd {
         #[command(subcommand)]
         action: ArchiveCmd,
     },
+    /// Print Prometheus metrics of the state root (for node_exporter's textfile collector).
+    Metrics {
+        /// Write to FILE atomically (a temp file in its directory, then rename) instead of stdout.
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+    },
+    /// Write the man page and shell completions (for packagers and scripts/gen-docs).
+    #[command(hide = true)]
+    Generate {
+        /// Directory to write `man/lease.1` and `completions/` into.
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -249,14 +280,18 @@ enum ArchiveCmd {
     },
 }
 
+/// Returns the clap definition of the whole command line, for the man page
+/// and completions generators.
+pub fn command() -> clap::Command {
+    <Cli as clap::CommandFactory>::command()
+}
+
 /// Parses the arguments, runs the command, and returns the exit code.
 pub fn run() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
-            let is_exec = std::env::args_os()
-                .nth(1)
-                .is_some_and(|a| a == "exec" || a == "join");
+            let is_exec = subcommand_name().is_some_and(|a| a == "exec" || a == "join");
             let _ = e.print();
             return match e.kind() {
                 clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => {
@@ -267,6 +302,7 @@ pub fn run() -> ExitCode {
             };
         }
     };
+    log::install(cli.verbose, cli.quiet, cli.log_format);
     match cli.command {
         Cmd::Exec {
             repo,
@@ -344,7 +380,23 @@ pub fn run() -> ExitCode {
         Cmd::Archive {
             action: ArchiveCmd::Verify { id, json },
         } => finish(restore::verify(&id, json)),
+        Cmd::Metrics { out } => finish(metrics::metrics(out.as_deref())),
+        Cmd::Generate { out } => finish(generate::generate(&out)),
     }
+}
+
+/// Returns the first argument that is not a global flag (or its value): the
+/// subcommand's name, for picking the exit code of a parse error.
+fn subcommand_name() -> Option<OsString> {
+    let mut args = std::env::args_os().skip(1);
+    while let Some(a) = args.next() {
+        if a == "--log-format" {
+            args.next();
+        } else if !a.to_string_lossy().starts_with('-') {
+            return Some(a);
+        }
+    }
+    None
 }
 
 fn class_code(c: Class) -> u8 {

@@ -369,12 +369,14 @@ impl Cmd {
             .cloned()
             .collect::<Vec<_>>()
             .join(" ");
+        tracing::debug!(git = %self.inner.get_program().to_string_lossy(), argv = ?self.shown, "running git");
         let out = self
             .inner
             .stderr(Stdio::piped())
             .stdout(Stdio::piped())
             .output()
             .at_do("cannot run git", Path::new(self.inner.get_program()))?;
+        tracing::debug!(args = %args, code = ?out.status.code(), "git exited");
         Ok(Output {
             ok: out.status.success(),
             code: out.status.code(),

@@ -26,7 +26,7 @@
 //! owner) and `repair` (one stale registration) -> `plan` (pure gate
 //! decisions) over probes in `git`, `lease`, `safety`, `procs`; state in
 //! `registry`, `audit`, `paths`; raw OS calls in `sys`; test-only fault
-//! points in `fault`.
+//! points in `fault`. `metrics` reads a state root for Prometheus.
 
 pub mod audit;
 pub mod cli;
@@ -36,6 +36,7 @@ pub mod git;
 pub mod hold;
 pub mod launcher;
 pub mod lease;
+pub mod metrics;
 pub mod paths;
 pub mod plan;
 pub mod procs;

@@ -209,6 +209,13 @@ fn check_local_fs(path: &Path) -> Result<()> {
 /// same directory (0600), fsync, rename over `path`, fsync of the directory.
 /// After a crash `path` holds the old or the new content, never a mixture.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    write_atomic_mode(path, bytes, 0o600)
+}
+
+/// Writes `bytes` to `path` like [`write_atomic`], with file mode `mode`
+/// (before the umask): for output other users read, such as the metrics file
+/// node_exporter's textfile collector scrapes.
+pub fn write_atomic_mode(path: &Path, bytes: &[u8], mode: u32) -> Result<()> {
     let dir = path
         .parent()
         .ok_or_else(|| Error::Usage(format!("`{}` has no parent", path.display())))?;
@@ -222,7 +229,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
             .write(true)
             .create(true)
             .truncate(true)
-            .mode(0o600)
+            .mode(mode)
             .custom_flags(libc::O_NOFOLLOW)
             .open(&tmp)
             .at_do("cannot create", &tmp)?;

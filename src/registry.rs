@@ -48,6 +48,17 @@ pub enum State {
 }
 
 impl State {
+    /// Every state, in the order of a record's life.
+    pub const ALL: [State; 7] = [
+        State::Planned,
+        State::Active,
+        State::Terminal,
+        State::Retained,
+        State::Interrupted,
+        State::Retiring,
+        State::Removed,
+    ];
+
     /// Returns the kebab-case name.
     pub fn name(self) -> &'static str {
         match self {

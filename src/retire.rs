@@ -112,8 +112,13 @@ impl Engine {
         let wt = rec.worktree.as_ref().map(|w| w.path.clone());
         let mut report = TargetReport::new(Some(id.to_string()), wt, Disposition::Held);
         match self.run(rec, &mut report) {
-            Ok(Ok(())) => report,
+            Ok(Ok(())) => {
+                tracing::debug!(id, disposition = ?report.disposition, "every gate passed");
+                report
+            }
             Ok(Err(holds)) => {
+                let codes: Vec<String> = holds.iter().map(|h| h.reason.code()).collect();
+                tracing::debug!(id, reasons = ?codes, dry_run = self.dry_run, "held by a gate");
                 if !self.dry_run
                     && let Err(e) = self.reg.record_hold(id, &holds)
                 {
@@ -127,6 +132,7 @@ impl Engine {
                 r
             }
             Err(e) => {
+                tracing::debug!(id, error = %e, "held: evidence could not be gathered");
                 let hold = Hold::new(e.reason().unwrap_or(HoldReason::Unprovable), e.to_string());
                 if !self.dry_run {
                     let _ = self.reg.record_hold(id, std::slice::from_ref(&hold));
@@ -166,6 +172,7 @@ impl Engine {
             Ok(h) => h,
             Err(holds) => return Ok(Err(holds)),
         };
+        tracing::debug!(id = %held.rec.id, "gates 1-3 passed: state, path and lease");
         // Gate 4: defense in depth behind the lock.
         let lease_id = held.rec.lease.as_ref().map(crate::registry::FileId::id);
         let procs = crate::procs::audit(&held.wt, lease_id, strict_audit());
@@ -180,6 +187,7 @@ impl Engine {
 
         // Gate 6: reachability.
         let reach = self.probe_reachability(&held.rg, &held.wt, &held.rec)?;
+        tracing::debug!(id = %held.rec.id, unique_commits = reach.unique.len(), "gates 4-6 passed: processes, tree, reachability");
         report.unique_commits = reach.unique.len() as u64;
         if self.dry_run {
             report.disposition = Disposition::WouldRemove;

@@ -13,6 +13,8 @@ mod support;
 mod adversarial;
 mod exec;
 mod list;
+mod logs;
+mod metrics;
 mod reap;
 mod restore;
 mod retire;

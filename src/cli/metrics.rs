@@ -1,0 +1,32 @@
+//! `lease metrics [--out FILE]`: the state root in Prometheus text format.
+
+use std::path::Path;
+
+use super::exit;
+use crate::error::{Error, Result};
+use crate::paths::StateRoot;
+use crate::registry::Registry;
+
+/// Prints the metrics, or writes them to `out` atomically with mode 0644 so
+/// node_exporter (often another user) can read them. Creates no state root.
+pub(super) fn metrics(out: Option<&Path>) -> Result<u8> {
+    let snapshot = match StateRoot::open_existing()? {
+        Some(root) => crate::metrics::gather(&Registry::new(root))?,
+        None => crate::metrics::empty(),
+    };
+    let text = crate::metrics::render(&snapshot);
+    match out {
+        None => {
+            use std::io::Write as _;
+            let _ = std::io::stdout().lock().write_all(text.as_bytes());
+        }
+        Some(path) => {
+            // `write_atomic` needs a parent to rename in and fsync: make a
+            // bare file name relative to the current directory explicit.
+            let path = std::path::absolute(path)
+                .map_err(|e| Error::Usage(format!("cannot resolve `{}`: {e}", path.display())))?;
+            crate::paths::write_atomic_mode(&path, text.as_bytes(), 0o644)?;
+        }
+    }
+    Ok(exit::OK)
+}
