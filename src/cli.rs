@@ -716,14 +716,20 @@ fn render_target(t: &TargetReport) -> Vec<String> {
     out
 }
 
-fn record_json(r: &Record) -> serde_json::Value {
+/// A record as JSON with its current `holders` (pids, from `holders`, a
+/// map built by one `/proc` scan).
+fn record_json(
+    r: &Record,
+    holders: &std::collections::HashMap<(u64, u64), Vec<u32>>,
+) -> serde_json::Value {
     let mut v = serde_json::to_value(r).expect("a record serializes");
-    let holders = r
+    let pids = r
         .lease
         .as_ref()
-        .map(|l| crate::procs::holders(l.id()).0)
+        .and_then(|l| holders.get(&l.id()))
+        .cloned()
         .unwrap_or_default();
-    v["holders"] = serde_json::json!(holders);
+    v["holders"] = serde_json::json!(pids);
     v
 }
 
@@ -738,11 +744,20 @@ fn list(json: bool) -> Result<u8> {
     };
     let reg = Registry::new(root);
     let loaded = reg.scan()?;
+    // One /proc scan for every lease that can still be held.
+    let ids: Vec<(u64, u64)> = loaded
+        .iter()
+        .filter_map(|l| match l {
+            Loaded::Ok(r) if r.state != State::Removed => r.lease.as_ref().map(|l| l.id()),
+            _ => None,
+        })
+        .collect();
+    let holders = crate::procs::holders_of(&ids);
     if json {
         let items: Vec<serde_json::Value> = loaded
             .iter()
             .map(|l| match l {
-                Loaded::Ok(r) => record_json(r),
+                Loaded::Ok(r) => record_json(r, &holders),
                 Loaded::Bad { id, path, problem } => serde_json::json!({
                     "id": id, "state": "unreadable", "path": path.to_string_lossy(), "problem": problem
                 }),
@@ -773,8 +788,8 @@ fn list(json: bool) -> Result<u8> {
                 let holders = r
                     .lease
                     .as_ref()
-                    .map(|l| crate::procs::holders(l.id()).0.len())
-                    .unwrap_or(0);
+                    .and_then(|l| holders.get(&l.id()))
+                    .map_or(0, Vec::len);
                 out!(
                     "{:<12}  {:<11}  {:<7}  {:<8}  {:<20}  {:<20}  {}",
                     &r.id[..12],
@@ -808,7 +823,10 @@ fn show(id: &str, json: bool) -> Result<u8> {
     let reg = Registry::new(root);
     let id = reg.resolve(id)?;
     let r = reg.get(&id)?;
-    let v = record_json(&r);
+    let v = record_json(
+        &r,
+        &crate::procs::holders_of(&r.lease.iter().map(|l| l.id()).collect::<Vec<_>>()),
+    );
     if json {
         out!(
             "{}",

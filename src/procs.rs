@@ -44,6 +44,35 @@ pub fn holders(id: (u64, u64)) -> (Vec<u32>, usize) {
     (pids, unreadable)
 }
 
+/// Returns, for each file identity in `ids`, the pids of other processes
+/// holding a descriptor on it, from one scan of `/proc` (what [`holders`]
+/// does per file; a listing of many records must not rescan `/proc` for
+/// each). Identities nobody holds map to an empty list.
+pub fn holders_of(ids: &[(u64, u64)]) -> std::collections::HashMap<(u64, u64), Vec<u32>> {
+    let mut map: std::collections::HashMap<(u64, u64), Vec<u32>> =
+        ids.iter().map(|id| (*id, Vec::new())).collect();
+    if ids.is_empty() {
+        return map;
+    }
+    for (pid, base) in other_processes().into_iter().flatten() {
+        let Ok(fds) = fs::read_dir(base.join("fd")) else {
+            continue;
+        };
+        for fd in fds.flatten() {
+            if let Ok(m) = fs::metadata(fd.path())
+                && let Some(pids) = map.get_mut(&(m.dev(), m.ino()))
+                && !pids.contains(&pid)
+            {
+                pids.push(pid);
+            }
+        }
+    }
+    for pids in map.values_mut() {
+        pids.sort_unstable();
+    }
+    map
+}
+
 /// Returns the pid and `/proc/<pid>` of every process but this one, or
 /// `None` if `/proc` cannot be listed.
 fn other_processes() -> Option<impl Iterator<Item = (u32, std::path::PathBuf)>> {
