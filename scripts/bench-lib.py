@@ -296,9 +296,10 @@ def parse_timing(path):
     }
 
 
-def spawns(names, untraced, timings, tmp):
+def spawns(names, untraced, owncpu, timings, tmp):
     named = parse_names(names, tmp)
     plain = [int(x) / 1000 for x in open(untraced).read().split()]
+    own = [float(x) for x in open(owncpu).read().split()]
     runs = [parse_timing(t) for t in timings]
     runs = [r for r in runs if len(r["spawns_ms"]) == len(named)] or runs
     for i, s in enumerate(named):
@@ -312,6 +313,7 @@ def spawns(names, untraced, timings, tmp):
         "fsync_ms": statistics.median([sum(r["fsync_ms"]) for r in runs]) if runs else 0,
         "traced_total_ms": statistics.median([r["total_ms"] for r in runs]) if runs else 0,
         "untraced_ms": statistics.median(plain) if plain else None,
+        "own_cpu_ms": statistics.median(own) if own else None,
         "untraced_runs": len(plain),
     }
 
@@ -369,14 +371,21 @@ def report(d, out):
     def n(row, name):
         return rows.get(row, ({}, {}, {}))[1].get(name, 0)
 
+    def per_round(row, a, b):
+        r = rows.get(row, ({}, {}, {}))[2]
+        return [r[a][k] / r[b][k] for k in r.get(a, {}) if k in r.get(b, {}) and r[b][k]]
+
     def ratio(row, a, b):
-        x, y = med(row, a), med(row, b)
-        return x / y if x and y else None
+        """The median of the per-round ratios: drift between rounds cancels."""
+        per = per_round(row, a, b)
+        return statistics.median(per) if per else None
 
     def spread(row, a, b):
-        r = rows.get(row, ({}, {}, {}))[2]
-        per = [r[a][k] / r[b][k] for k in r.get(a, {}) if k in r.get(b, {}) and r[b][k]]
-        return (min(per), max(per)) if per else (None, None)
+        per = sorted(per_round(row, a, b))
+        if len(per) >= 4:
+            q = statistics.quantiles(per, n=4)
+            return (q[0], q[2])
+        return (per[0], per[-1]) if per else (None, None)
 
     def fx(x):
         return "n/a" if x is None else "%.2fx" % x
@@ -417,7 +426,7 @@ def report(d, out):
     w("")
     w("| | |")
     w("|---|---|")
-    for k in ("nproc", "kernel", "cpu", "git", "hyperfine", "rustc", "procs", "load_start", "load_end"):
+    for k in ("nproc", "kernel", "cpu", "git", "hyperfine", "rustc", "procs", "load_start", "load_end", "checkout"):
         label = {
             "nproc": "nproc",
             "kernel": "kernel",
@@ -428,6 +437,7 @@ def report(d, out):
             "procs": "processes in /proc at start",
             "load_start": "load average at start",
             "load_end": "load average at end",
+            "checkout": "one `git worktree add` of the 5,000-file fixture",
         }[k]
         w("| %s | %s |" % (label, meta.get(k, "?")))
     w("")
@@ -447,16 +457,24 @@ def report(d, out):
     w("## Results")
     w("")
     w(
-        "Medians over all runs of all rounds (n = runs per command). *Spread* is the "
-        "lowest and highest ratio of the per-round medians: how much the machine's "
-        "noise moved the ratio between rounds."
+        "*lease* and *baseline* are medians over all runs (n = runs per command). *Ratio* is "
+        "the median of the per-round ratios (lease's median in a round over its baseline's in "
+        "the same round), so drift between rounds cancels; *spread* is the interquartile range "
+        "of those per-round ratios (their range when there are fewer than 4 rounds). The "
+        "worktree rows alternate lease and baseline run by run; the launch row runs %d "
+        "round(s) of %d. *lease − baseline* is the difference of the medians."
+        % (meta["rounds"], max(1, -(-meta["runs"] * 5 // meta["rounds"])))
     )
     w("")
-    w("| measure | lease | baseline | ratio | spread | target | result |")
-    w("|---|---|---|---|---|---|---|")
+    w("| measure | lease | baseline | ratio | spread | lease − baseline | target | result |")
+    w("|---|---|---|---|---|---|---|---|")
+
+    def over(row, a, b):
+        x, y = med(row, a), med(row, b)
+        return ("+" + ms(x - y)) if x is not None and y is not None and x >= y else (ms(x - y) if x is not None and y is not None else "")
     s = spread("launch", "lease", "flock")
     w(
-        "| `lease exec --adopt W -- true` (n=%d) | %s | `flock -s FILE true` %s; bare `true` %s (%s) | %s | %s–%s | <= 1.5x flock(1) | %s |"
+        "| `lease exec --adopt W -- true` (n=%d) | %s | `flock -s FILE true` %s; bare `true` %s (%s) | %s | %s–%s | %s | <= 1.5x flock(1) | %s |"
         % (
             n("launch", "lease"),
             ms(med("launch", "lease")),
@@ -466,37 +484,38 @@ def report(d, out):
             fx(launch_r),
             fx(s[0]),
             fx(s[1]),
+            over("launch", "lease", "flock"),
             verdict(None if launch_r is None else launch_r <= 1.5),
         )
     )
     s = spread("create", "lease", "git")
     w(
-        "| `lease exec -- true` creating a worktree, then its retire (n=%d) | %s | `git worktree add` + `git worktree remove` %s | %s | %s–%s | <= 1.3x | %s |"
-        % (n("create", "lease"), ms(med("create", "lease")), ms(med("create", "git")), fx(create_r), fx(s[0]), fx(s[1]), verdict(None if create_r is None else create_r <= 1.3))
+        "| `lease exec -- true` creating a worktree, then its retire (n=%d) | %s | `git worktree add` + `git worktree remove` %s | %s | %s–%s | %s | <= 1.3x | %s |"
+        % (n("create", "lease"), ms(med("create", "lease")), ms(med("create", "git")), fx(create_r), fx(s[0]), fx(s[1]), over("create", "lease", "git"), verdict(None if create_r is None else create_r <= 1.3))
     )
     s = spread("retire", "lease", "git")
     w(
-        "| `lease retire` of a clean, pushed worktree (n=%d) | %s | `git worktree remove` %s | %s | %s–%s | <= 2.0x | %s |"
-        % (n("retire", "lease"), ms(med("retire", "lease")), ms(med("retire", "git")), fx(retire_r), fx(s[0]), fx(s[1]), verdict(None if retire_r is None else retire_r <= 2.0))
+        "| `lease retire` of a clean, pushed worktree (n=%d) | %s | `git worktree remove` %s | %s | %s–%s | %s | <= 2.0x | %s |"
+        % (n("retire", "lease"), ms(med("retire", "lease")), ms(med("retire", "git")), fx(retire_r), fx(s[0]), fx(s[1]), over("retire", "lease", "git"), verdict(None if retire_r is None else retire_r <= 2.0))
     )
     s = spread("bundle", "lease", "git")
     w(
-        "| `lease retire` archiving one unpushed commit (n=%d) | %s | `git bundle create` of that commit %s | %s | %s–%s | <= 2.0x | %s |"
-        % (n("bundle", "lease"), ms(med("bundle", "lease")), ms(med("bundle", "git")), fx(bundle_r), fx(s[0]), fx(s[1]), verdict(None if bundle_r is None else bundle_r <= 2.0))
+        "| `lease retire` archiving one unpushed commit (n=%d) | %s | `git bundle create` of that commit %s | %s | %s–%s | %s | <= 2.0x | %s |"
+        % (n("bundle", "lease"), ms(med("bundle", "lease")), ms(med("bundle", "git")), fx(bundle_r), fx(s[0]), fx(s[1]), over("bundle", "lease", "git"), verdict(None if bundle_r is None else bundle_r <= 2.0))
     )
     b_c = med("bundle", "clean")
     if b_c and med("bundle", "lease") and med("bundle", "git"):
         inc = med("bundle", "lease") - b_c
         w(
-            "| what archiving adds: that retire minus a clean retire in the same rounds (n=%d) | %s | `git bundle create` %s | %s | | context, not a target | |"
+            "| what archiving adds: that retire minus a clean retire in the same rounds (n=%d) | %s | `git bundle create` %s | %s | | | context, not a target | |"
             % (n("bundle", "clean"), ms(inc), ms(med("bundle", "git")), fx(inc / med("bundle", "git")))
         )
     w(
-        "| bundle bytes | %s B | %s B | %s | | within 10%% | %s |"
+        "| bundle bytes | %s B | %s B | %s | | | within 10%% | %s |"
         % (bytes_l or "n/a", bytes_g or "n/a", fx(bytes_r), verdict(None if bytes_r is None else abs(bytes_r - 1) <= 0.10))
     )
     w(
-        "| `lease list --json`, 1k and 10k records (n=%d, %d) | 1k %s; 10k %s | itself at 1k | 10k/1k %s | | 10k < 1 s, 10k/1k <= 12x | %s |"
+        "| `lease list --json`, 1k and 10k records (n=%d, %d) | 1k %s; 10k %s | itself at 1k | 10k/1k %s | | | 10k < 1 s, 10k/1k <= 12x | %s |"
         % (
             n("list", "k1"),
             n("list", "k10"),
@@ -510,13 +529,13 @@ def report(d, out):
         r1, r10 = med("reap", "k1"), med("reap", "k10")
         rr = r10 / r1 if r1 and r10 else None
         w(
-            "| `lease reap --dry-run --json`, 1k and 10k records | 1k %s; 10k %s | itself at 1k | 10k/1k %s | | 10k < 1 s, 10k/1k <= 12x | %s |"
+            "| `lease reap --dry-run --json`, 1k and 10k records | 1k %s; 10k %s | itself at 1k | 10k/1k %s | | | 10k < 1 s, 10k/1k <= 12x | %s |"
             % (ms(r1), ms(r10), fx(rr), verdict(None if r10 is None else (r10 < 1000 and rr <= 12)))
         )
     else:
-        w("| `lease reap --dry-run --json` | pending: `lease reap` is not in this build (`lease reap --help` fails); the script measures it once it is | | | | 10k < 1 s, 10k/1k <= 12x | pending |")
+        w("| `lease reap --dry-run --json` | pending: `lease reap` is not in this build (`lease reap --help` fails); the script measures it once it is | | | | | 10k < 1 s, 10k/1k <= 12x | pending |")
     w(
-        "| launcher peak RSS (VmHWM) while `lease exec -- sleep 2` runs | %.1f MiB (adopt: %.1f MiB) | `flock(1)` %.1f MiB | %s | | <= 8 MiB | %s |"
+        "| launcher peak RSS (VmHWM) while `lease exec -- sleep 2` runs | %.1f MiB (adopt: %.1f MiB) | `flock(1)` %.1f MiB | %s | | | <= 8 MiB | %s |"
         % (
             (rss_l or 0) / 1024,
             (rss.get("lease_adopt_kib") or 0) / 1024,
@@ -551,8 +570,7 @@ def report(d, out):
             "- **exec (create+retire)**: lease takes %s more than add+remove in the row. In the "
             "spawn section's runs its own `worktree add` and `worktree remove` take %s together "
             "(the baseline's work); on top of them it runs %d `git status` probes (%s), %d other "
-            "gits (%s), and its own start-up, walks, `/proc` audit and record writes (the rest "
-            "of the untraced total, about %s)."
+            "gits (%s), and spends %s of its own CPU (start-up, walks, `/proc` audit, records)."
             % (
                 ms(d_),
                 ms(common),
@@ -560,7 +578,7 @@ def report(d, out):
                 ms(st_),
                 len([x for x in sc if x["cmd"].startswith("git")]) - len(find(sc, "git status")) - 2,
                 ms(rest_git),
-                ms(max(0.0, (sp["create"].get("untraced_ms") or 0) - total(sc))),
+                ms(sp["create"].get("own_cpu_ms")),
             )
         )
     sr = sp["retire"]["spawns"]
@@ -581,13 +599,14 @@ def report(d, out):
         w(
             "- **retire with a bundle**: the target compares a whole retire (every gate, the "
             "bundle, its verification in a scratch repository, and the removal of a 5,000-file "
-            "worktree) with `git bundle create` alone (%s). The removal by itself is %s, so no "
+            "worktree) with `git bundle create` alone (%s). The removal by itself (`git worktree "
+            "remove`, the retire row's baseline) is %s, so no "
             "retire can come within 2x of that baseline; the comparable figure is what archiving "
             "adds to a clean retire, in the row below it. The bundle itself is within %s of "
             "git's bytes."
             % (
                 ms(med("bundle", "git")),
-                ms(total(find(sp["bundle"]["spawns"], "git worktree remove"))),
+                ms(med("retire", "git")),
                 ("%.0f%%" % (100 * abs(bytes_r - 1))) if bytes_r else "n/a",
             )
         )
@@ -624,28 +643,31 @@ def report(d, out):
         other = [x for x in s["spawns"] if not x["cmd"].startswith("git")]
         w("### %s" % title)
         w("")
+        own_ = s.get("own_cpu_ms")
+        work = git_ms + (own_ or 0) + (s["fsync_ms"] or 0)
         w(
             "**%d git processes** started by lease (%d more started by those gits themselves)%s. "
-            "Their wall time sums to **%s**, %s of the untraced runs' median (%s); %d fsyncs "
-            "took %s in all."
+            "Their wall time sums to **%s**; lease's own CPU is %s and its %d fsyncs take %s, so "
+            "git is **%s** of the three together (untraced total of this scenario: %s)."
             % (
                 len(git_direct),
                 nested,
                 (", plus the command (`%s`, %s)" % (other[0]["cmd"], ms(other[0]["ms"]))) if other else "",
                 ms(git_ms),
-                ("%.0f%%" % (100 * git_ms / total)) if total else "n/a",
-                ms(total),
+                ms(own_),
                 s["fsyncs"],
                 ms(s["fsync_ms"]),
+                ("%.0f%%" % (100 * git_ms / work)) if own_ is not None and work else "n/a",
+                ms(total),
             )
         )
         w("")
-        w("| # | command (lease's fixed `-c` overrides and `--no-optional-locks --no-replace-objects` left out) | ms | share |")
+        w("| # | command (lease's fixed `-c` overrides and `--no-optional-locks --no-replace-objects` left out) | ms | share of git + own CPU + fsync |")
         w("|---|---|---|---|")
         for i, x in enumerate(s["spawns"], 1):
             cmd = x["cmd"].replace("|", "\\|")
             nest = ("<br>↳ " + "<br>↳ ".join(y.replace("|", "\\|") for y in x["nested"])) if x["nested"] else ""
-            share = ("%.1f%%" % (100 * x["ms"] / total)) if total and x["ms"] else ""
+            share = ("%.1f%%" % (100 * x["ms"] / work)) if own_ is not None and work and x["ms"] else ""
             w("| %d | `%s`%s | %s | %s |" % (i, cmd, nest, ms(x["ms"]), share))
         w("")
         return git_ms, len(git_direct)
@@ -657,15 +679,17 @@ def report(d, out):
         "parentage). Timed with a parent-only `strace -ttt -T`, which leaves the children "
         "untraced (tracing them with `-f` slowed `git worktree add` about tenfold here): a "
         "spawn's time runs from lease's `clone3` to the `wait4` that reaps it, so it includes "
-        "fork, exec and reading the output; median of %d traced runs per spawn. The "
-        "denominator is the median of %d *untraced* runs of the same scenario, alternated "
-        "with the traced ones (tracing lease itself slows its own ~20k syscalls, so a traced "
-        "run's total is not used)."
+        "fork, exec and reading the output; median of %d traced runs per spawn. Lease's own "
+        "CPU time comes from `perf stat -e task-clock --no-inherit` on %d untraced runs of the "
+        "same scenario, alternated with the traced ones (their wall time is the *untraced "
+        "total*); a traced run's own total is not used, since tracing lease slows its ~20k "
+        "syscalls. *Share* is git's part of git wall time + lease's own CPU + fsync time, all "
+        "of which happen one after the other."
         % (sp["retire"]["timing_runs"], sp["retire"].get("untraced_runs", 0))
     )
     w("")
-    w("| scenario | git spawns by lease | by those gits | git wall time | untraced total | share | fsyncs |")
-    w("|---|---|---|---|---|---|---|")
+    w("| scenario | git spawns by lease | by those gits | git wall time | lease's own CPU | fsyncs | share | untraced total |")
+    w("|---|---|---|---|---|---|---|---|")
     for key, label in (
         ("adopt", "`lease exec --adopt W -- true` (join)"),
         ("create", "`lease exec -- true` (create, run, retire)"),
@@ -675,18 +699,20 @@ def report(d, out):
         s_ = sp[key]
         gd = [x for x in s_["spawns"] if x["cmd"].startswith("git")]
         gm = total(gd)
-        tot = s_.get("untraced_ms")
+        own_ = s_.get("own_cpu_ms")
+        work = gm + (own_ or 0) + (s_["fsync_ms"] or 0)
         w(
-            "| %s | %d | %d | %s | %s | %s | %d (%s) |"
+            "| %s | %d | %d | %s | %s | %d, %s | %s | %s |"
             % (
                 label,
                 len(gd),
                 sum(len(x["nested"]) for x in s_["spawns"]),
                 ms(gm),
-                ms(tot),
-                ("%.0f%%" % (100 * gm / tot)) if tot else "n/a",
+                ms(own_),
                 s_["fsyncs"],
                 ms(s_["fsync_ms"]),
+                ("%.0f%%" % (100 * gm / work)) if own_ is not None and work else "n/a",
+                ms(s_.get("untraced_ms")),
             )
         )
     w("")
@@ -698,27 +724,30 @@ def report(d, out):
     # ---- profile
     w("## Where a retire's time goes")
     w("")
-    rt = sp["retire"].get("untraced_ms") or med("retire", "lease") or 0
+    sr_ = sp["retire"]
     base = med("retire", "git") or 0
-    remove_ms = next((x["ms"] for x in sp["retire"]["spawns"] if x["cmd"].startswith("git worktree remove")), 0) or 0
-    status_ms = [x["ms"] or 0 for x in sp["retire"]["spawns"] if x["cmd"].startswith("git status")]
-    small = [x["ms"] or 0 for x in sp["retire"]["spawns"] if x["cmd"].startswith("git") and not x["cmd"].startswith(("git status", "git worktree remove"))]
-    own = rt - g_retire[0]
-    w(
-        "A clean retire: %s (untraced median of the spawn section; the retire row's median was "
-        "%s, against `git worktree remove` %s):" % (ms(rt), ms(med("retire", "lease")), ms(base))
-    )
-    w("")
-    w("| part | ms | share |")
-    w("|---|---|---|")
+    remove_ms = total(find(sr_["spawns"], "git worktree remove"))
+    status_ms = [x["ms"] or 0 for x in sr_["spawns"] if x["cmd"].startswith("git status")]
+    small = [x["ms"] or 0 for x in sr_["spawns"] if x["cmd"].startswith("git") and not x["cmd"].startswith(("git status", "git worktree remove"))]
     parts = [
         ("`git worktree remove` itself (git's own status and the deletion of the tree)", remove_ms),
         ("%d `git status` probes (gate 5, gate 7 refresh)" % len(status_ms), sum(status_ms)),
         ("%d other git spawns (config, worktree list, ls-files, refs, rev-list)" % len(small), sum(small)),
-        ("lease's own work (the rest: start-up, walks, `/proc` audit, records, audit log, fsyncs)", max(0.0, own)),
+        ("lease's own CPU (start-up, two walks of the tree, `/proc` audit, records, audit log; perf, untraced runs)", sr_.get("own_cpu_ms") or 0),
+        ("%d fsyncs" % sr_["fsyncs"], sr_["fsync_ms"] or 0),
     ]
+    sum_ = sum(v for _, v in parts)
+    w(
+        "A clean retire, split into its sequential parts (medians of the spawn section's runs; "
+        "their sum, %s, against an untraced total of %s in the same section and %s in the retire "
+        "row, whose baseline `git worktree remove` took %s):"
+        % (ms(sum_), ms(sr_.get("untraced_ms")), ms(med("retire", "lease")), ms(base))
+    )
+    w("")
+    w("| part | ms | share |")
+    w("|---|---|---|")
     for label, v in parts:
-        w("| %s | %s | %s |" % (label, ms(v), ("%.0f%%" % (100 * v / rt)) if rt else ""))
+        w("| %s | %s | %s |" % (label, ms(v), ("%.0f%%" % (100 * v / sum_)) if sum_ else ""))
     w("")
     if prof.get("perf"):
         pf = prof["perf"]
@@ -786,7 +815,7 @@ def report(d, out):
     for i, (title, body) in enumerate(sugg, 1):
         w("%d. **%s** %s" % (i, title, body))
         w("")
-    c = combined(sp, prof, med)
+    c = combined(rows, sp, prof, med)
     if c:
         w(
             "Together, the probe and spawn cuts for the worktree rows (one content look, gate 6 "
@@ -808,6 +837,13 @@ def report(d, out):
     w("")
     with open(out, "w") as f:
         f.write("\n".join(L))
+
+
+def row_ratio(rows, row, a, b):
+    """The median of per-round ratios of `a` over `b` in `row`."""
+    r = rows.get(row, ({}, {}, {}))[2]
+    per = [r[a][k] / r[b][k] for k in r.get(a, {}) if k in r.get(b, {}) and r[b][k]]
+    return statistics.median(per) if per else None
 
 
 def find(spawns, prefix):
@@ -832,12 +868,14 @@ def suggestions(rows, sp, extra, prof, med):
     rt_med, rt_base = med("retire", "lease"), med("retire", "git")
     cr_med, cr_base = med("create", "lease"), med("create", "git")
 
+    rt_ratio = row_ratio(rows, "retire", "lease", "git")
+
     def proj(saving):
-        if not (rt_med and rt_base):
+        if not (rt_med and rt_ratio):
             return ""
         return " The retire row would go from %.2fx to about %.2fx (projected, not measured)." % (
-            rt_med / rt_base,
-            (rt_med - saving) / rt_base,
+            rt_ratio,
+            rt_ratio * (rt_med - saving) / rt_med,
         )
 
     # list: one /proc scan per record.
@@ -876,9 +914,10 @@ def suggestions(rows, sp, extra, prof, med):
                 "gate 6's refs *before* gate 5, and giving gate 5 gate 7's HEAD comparison (HEAD "
                 "still equal to what gate 6 read, so a commit made in between cannot escape the "
                 "archive), makes gate 5 the last look before `retiring`, which is what gate 7 "
-                "guarantees; gate 7 then runs only when a bundle was written in between. Same "
-                "checks, same position relative to removal. Saves %s per clean retire and per "
-                "`lease exec`.%s"
+                "guarantees; gate 7's probes then run only when a bundle was written in between "
+                "(its in-process checks, the record and the bundle's hash, stay). Same checks, "
+                "same position relative to removal. Saves %s per clean retire and per `lease "
+                "exec`.%s"
                 % (ms(st[-1]["ms"]), ms(ls[-1]["ms"]), ms(walk) if walk else "n/a", ms(saving), proj(saving))
                 + tail(saving, rt_med, "retire"),
             )
@@ -908,22 +947,25 @@ def suggestions(rows, sp, extra, prof, med):
     # repeated identical reads.
     cfg, cfg_c = find(rt, "git config"), find(cr, "git config")
     ls_c = find(cr, "git ls-files")
-    save = total(cfg[1:]) + (ls[0]["ms"] or 0 if len(ls) >= 3 else 0)
-    save_c = total(cfg_c[1:]) + ((ls_c[0]["ms"] or 0) if len(ls_c) >= 3 else 0)
+    # Two config reads are distinct (the common config before gate 2, the
+    # worktree's after it); the others repeat the first.
+    save = total(cfg[1:-1]) + ((ls[0]["ms"] or 0) if len(ls) >= 3 else 0)
+    save_c = total(cfg_c[1:-1]) + ((ls_c[0]["ms"] or 0) if len(ls_c) >= 3 else 0)
     if cfg:
         out.append(
             (
                 frac(save, rt_med),
                 "Read each thing once per process.",
                 "`git config -z --get-regexp ^filter\\.` runs %d times per retire and %d times "
-                "per `lease exec`: `Git::repo` is called again by `repo_at` (whose own read in the "
-                "worktree already sees the common config plus `config.worktree`), by the launcher "
-                "after the command, and by the retire. Gate 5 runs `ls-files -v -s -z` in "
-                "`probe_tree` and again in `probe_content` a moment later, and `parse_hidden` "
-                "parses all 5,000 lines each time. Keeping the filter list in `RepoGit` and "
-                "passing gate 5's listing on saves %s per retire and %s per exec, with no check "
-                "removed (gate 7, gate 8's identity re-check and the post-removal read-back keep "
-                "their own reads)."
+                "per `lease exec`, but only two reads differ: the common config (before gate 2 "
+                "proves the worktree) and the worktree's own (after it, which also sees "
+                "`config.worktree`). The others repeat the first: `repo_at` calls `Git::repo` "
+                "again, and so do the launcher after the command and the retire it starts. Gate 5 "
+                "runs `ls-files -v -s -z` in `probe_tree` and again in `probe_content` a moment "
+                "later, and `parse_hidden` parses all 5,000 lines each time. Keeping the filter "
+                "list in `RepoGit` and passing gate 5's listing on saves %s per retire and %s per "
+                "exec, with no check removed (gate 7, gate 8's identity re-check and the "
+                "post-removal read-back keep their own reads)."
                 % (len(cfg), len(cfg_c), ms(save), ms(save_c)) + tail(save, rt_med, "retire"),
             )
         )
@@ -975,9 +1017,10 @@ def suggestions(rows, sp, extra, prof, med):
                 "`git worktree list` in-process.",
                 "Each retire lists worktrees %d times (%s): gate 2, gate 8's identity re-check "
                 "right before removal, and the read-back after it. All three are needed, at "
-                "those moments; what `git worktree list` reads is `<common>/worktrees/*/gitdir`, "
-                "`locked` and `HEAD`, which git2's worktree API (or lease, through the same "
-                "descriptor-relative opens it uses for the tree) reads in well under a ms."
+                "those moments; what `git worktree list` reads is the files under "
+                "`<common>/worktrees/<name>/` (`gitdir`, `locked`, `HEAD`), which git2's worktree "
+                "API reads in-process (research/crates.md §2 lists `validate` and `is_prunable`), "
+                "with the CLI kept where libgit2 cannot open the repository."
                 % (len(wl), ms(total(wl))) + tail(total(wl) * 0.9, rt_med, "retire"),
             )
         )
@@ -1007,20 +1050,25 @@ def suggestions(rows, sp, extra, prof, med):
     # archive.
     ver = [x for x in bd if re.match(r"git (init|update-ref|bundle|cat-file|rev-list --objects|rev-parse --show-object-format|-c transfer)", x["cmd"])]
     b_l, b_c = med("bundle", "lease"), med("bundle", "clean")
+    fmt = find(bd, "git rev-parse --show-object-format")
     if ver:
         out.append(
             (
-                frac(total(ver) / 2, b_l),
-                "Archive: fewer processes around the bundle.",
+                frac(total(fmt), b_l),
+                "Archive: fold the per-tip calls.",
                 "Archiving one commit adds %d spawns (%s; the bundle row minus a clean retire in "
-                "the same rounds: %s): `rev-parse --show-object-format`, two `git init` of scratch "
+                "the same rounds: %s, the rest being the bundle's fsyncs, two sha256 passes and a "
+                "record update): `rev-parse --show-object-format`, two `git init` of scratch "
                 "repositories, `update-ref` per tip, `bundle create`, `bundle unbundle` with fsck, "
                 "`cat-file -e` per tip, `rev-list --objects`. The verification stays (`git bundle "
-                "verify` passes corrupt bundles, reliability.md V11), but the object format is a "
-                "config read, the per-tip `update-ref`s can be one `update-ref --stdin`, and the "
-                "per-tip `cat-file -e` one `cat-file --batch-check`: about half of this."
-                % (len(ver), ms(total(ver)), ms(b_l - b_c) if b_l and b_c else "n/a")
-                + tail(total(ver) / 2, b_l, "bundle"),
+                "verify` passes corrupt bundles, reliability.md V11). The object format can ride "
+                "on the config read lease already makes (`--get-regexp "
+                "'^(filter\\.|extensions\\.objectformat)'`, %s); with N tips (HEAD, ORIG_HEAD, "
+                "reflog entries, private refs) the per-tip `update-ref`s become one `update-ref "
+                "--stdin` and the per-tip `cat-file -e` one `cat-file --batch-check`, saving "
+                "2(N-1) spawns. Small for one commit."
+                % (len(ver), ms(total(ver)), ms(b_l - b_c) if b_l and b_c else "n/a", ms(total(fmt)))
+                + tail(total(fmt), b_l, "bundle"),
             )
         )
 
@@ -1028,17 +1076,15 @@ def suggestions(rows, sp, extra, prof, med):
     if walk:
         out.append(
             (
-                frac(walk / 2, rt_med),
-                "A lighter walk.",
-                "`safety::inventory` is %.0f%% of lease's own CPU in a retire (%s per walk, two "
-                "walks): one `statx` per entry (`strace -c`: %s `statx` calls in one retire). "
-                "`getdents64` already gives each entry's type; `statx` is needed for directories "
-                "(mount id, identity) but for files only for the byte count and for a file "
-                "bind-mounted over a file, which one read of `/proc/self/mountinfo` can answer "
-                "for the whole tree. Worth it only after the spawn cuts above."
-                % (inv, ms(walk), dict(prof.get("syscalls") or []).get("statx", "?"))
-                + tail(walk / 2, rt_med, "retire")
-                + " (if half of each walk goes)",
+                0.0,
+                "The walk: near its floor once it runs once.",
+                "`safety::inventory` is %.0f%% of lease's own CPU in a clean retire (%s per walk, "
+                "two walks; `strace -c` counts %s `statx` calls in one retire). Each entry needs "
+                "its `statx` (size for the tombstone, mount id, type without trusting `d_type`) "
+                "and each directory an open, so the saving is the second walk, already counted in "
+                "the gates 5/7 item; reusing the per-entry path buffer (allocation is a visible "
+                "part of the profile) is a micro-optimization after that."
+                % (inv, ms(walk), dict(prof.get("syscalls") or []).get("statx", "?")),
             )
         )
 
@@ -1069,7 +1115,7 @@ def suggestions(rows, sp, extra, prof, med):
     return [(t, b) for _, t, b in out]
 
 
-def combined(sp, prof, med):
+def combined(rows, sp, prof, med):
     rt, cr = sp["retire"]["spawns"], sp["create"]["spawns"]
     rt_med, rt_base = med("retire", "lease"), med("retire", "git")
     cr_med, cr_base = med("create", "lease"), med("create", "git")
@@ -1083,7 +1129,7 @@ def combined(sp, prof, med):
         st, ls = find(sp_, "git status"), find(sp_, "git ls-files")
         g57 = ((st[-1]["ms"] or 0) + (ls[-1]["ms"] or 0) + walk) if len(st) >= 2 and ls else 0
         g6 = total([x for x in sp_ if re.match(r"git (remote|symbolic-ref|for-each-ref|reflog|rev-list|rev-parse --verify)", x["cmd"])])
-        cfg = total(find(sp_, "git config")[1:])
+        cfg = total(find(sp_, "git config")[1:-1])
         ls1 = (ls[0]["ms"] or 0) if len(ls) >= 3 else 0
         wl = 0.9 * total(find(sp_, "git worktree list"))
         return g57 + g6 + cfg + ls1 + wl
@@ -1096,13 +1142,15 @@ def combined(sp, prof, med):
         pre.append(x)
     # The branch-exists read is already counted with the other ref reads.
     c = common(cr) + total([x for x in pre if re.match(r"git (--version|check-ref-format)", x["cmd"])])
+    rt0 = row_ratio(rows, "retire", "lease", "git")
+    cr0 = row_ratio(rows, "create", "lease", "git")
     return {
         "retire": r,
         "create": c,
-        "rt0": rt_med / rt_base,
-        "rt1": (rt_med - r) / rt_base,
-        "cr0": cr_med / cr_base,
-        "cr1": (cr_med - c) / cr_base,
+        "rt0": rt0,
+        "rt1": rt0 * (rt_med - r) / rt_med,
+        "cr0": cr0,
+        "cr1": cr0 * (cr_med - c) / cr_med,
     }
 
 
@@ -1124,10 +1172,13 @@ def method_lines(meta):
         "`LEASE_HOME` and the worktree roots in the same temporary directory, a fresh one "
         "per row; `HOME` pointed at an empty directory with only `user.name`/`user.email` "
         "so no personal git config applies to either side." % (meta["files"], meta["commits"]),
-        "- **Interleaving**: each row runs in %d round(s); in every round each command gets "
-        "its own `hyperfine` call (`--runs`, `--warmup`, `--export-json`), and the order of "
-        "the commands rotates from round to round, so a burst of load from other users "
-        "lands on lease and its baseline alike. Medians are over all runs of all rounds." % meta["rounds"],
+        "- **Interleaving**: every row runs in rounds; in every round each command gets its "
+        "own `hyperfine` call (`--runs`, `--export-json`; `--warmup` in the first round) and "
+        "the order of the commands rotates from round to round, so a burst of load from other "
+        "users lands on lease and its baseline alike. The worktree rows run %d rounds of one "
+        "run each (lease and baseline alternate run by run), the launch row %d rounds of %d "
+        "runs, the list rows one run per round. Ratios are medians of the per-round ratios."
+        % (meta["runs"], meta["rounds"], max(1, -(-meta["runs"] * 5 // meta["rounds"]))),
         "- **Shell**: the launch row uses `-N` (no shell); rows that need one (`&&` in the "
         "baseline, reading the id of the worktree the prepare step made) use hyperfine's "
         "default shell on both sides, whose startup hyperfine measures and subtracts.",
@@ -1143,7 +1194,13 @@ def method_lines(meta):
         "lease file present." % meta["live"],
         "- **RSS**: `VmHWM` of the launcher's `/proc/<pid>/status`, read while its command "
         "(`sleep 2`) runs, %d times each, interleaved; the median." % meta["rss_runs"],
-        "- **Spawns** come from one traced run per scenario; see that section.",
+        "- **Spawns** come from traced runs of each scenario; see that section.",
+        "- **Noise that ratios do not cancel**: on this VM the cost of writing a fresh "
+        "5,000-file checkout is not stable (one `git worktree add` took 0.12 s to 1.9 s on the "
+        "same day while this script was written, nearly all of it system time; the Machine "
+        "table gives this run's figure). lease and its baselines share that cost, so the "
+        "create row's ratio shrinks when checkouts are slow; the *lease − baseline* column, "
+        "lease's own overhead in ms, moves less.",
     ]
 
 
@@ -1204,7 +1261,7 @@ def main():
         gen_records(sys.argv[2], sys.argv[3:], live)
     elif cmd == "spawns":
         tmp = os.environ.get("BENCH_TMP", "")
-        json.dump(spawns(sys.argv[2], sys.argv[3], sys.argv[4:], tmp), sys.stdout, indent=1)
+        json.dump(spawns(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:], tmp), sys.stdout, indent=1)
     elif cmd == "perf-functions":
         json.dump(perf_functions(sys.argv[2]), sys.stdout, indent=1)
     elif cmd == "callgrind":
