@@ -31,6 +31,11 @@ use crate::plan::{self, Disposition, Hold, HoldReason, StateGate};
 use crate::registry::{Archive, Loaded, Record, Registry, State, Tombstone};
 use crate::report::TargetReport;
 
+mod archive;
+
+use archive::{archive_outside, bundle_changed};
+pub(crate) use archive::{fd_sha256, read_header, verify_bundle};
+
 /// Files in a worktree's admin directory that mean an operation is in progress.
 const OPS: &[&str] = &[
     "MERGE_HEAD",
@@ -672,141 +677,6 @@ impl Engine {
         Ok(None)
     }
 
-    /// Builds the bundle in a scratch bare repository that borrows the
-    /// source's objects, then verifies it in a second one (SPEC gate 6).
-    fn archive(
-        &self,
-        rg: &RepoGit,
-        rec: &Record,
-        reach: &Reach,
-    ) -> Result<(Archive, fs::File), Hold> {
-        let unarchived = |what: &str, e: &dyn std::fmt::Display| {
-            Hold::new(HoldReason::UniqueCommitsUnarchived, format!("{what}: {e}"))
-        };
-        let repo = PathBuf::from(&rec.repo);
-        let root = self.reg.root();
-        let fmt = rg
-            .cmd(&repo)
-            .args(["rev-parse", "--show-object-format"])
-            .run()
-            .map(|o| git::first_line(&o))
-            .map_err(|e| unarchived("cannot read the object format", &e))?;
-        let dir = root.archives().join(&rec.id);
-        crate::paths::make_private_dir(&dir).map_err(|e| unarchived("cannot create", &e))?;
-        let n = fs::read_dir(&dir).map(|d| d.count()).unwrap_or(0) + 1;
-        let bundle = dir.join(format!("{n}.bundle"));
-        let tmp = dir.join(format!(".{n}.bundle.tmp"));
-        let scratch = Scratch::new(root, &rec.id, "build", &fmt, &repo, rg)
-            .map_err(|e| unarchived("cannot make a scratch repository", &e))?;
-        let built = (|| -> Result<()> {
-            for (name, oid) in &reach.tips {
-                rg.cmd(&scratch.path)
-                    .args(["update-ref", name, oid])
-                    .run()?;
-            }
-            let mut c = rg.cmd(&scratch.path);
-            c.args(["bundle", "create", "-q"]).arg(&tmp);
-            for (name, _) in &reach.tips {
-                c.arg(name);
-            }
-            if let Some((_, d)) = &reach.durable {
-                c.arg("--not").arg(d);
-            }
-            c.run()?;
-            let f = fs::File::open(&tmp).at(&tmp)?;
-            f.sync_all().at_do("cannot fsync", &tmp)?;
-            fs::rename(&tmp, &bundle).at_do("cannot rename into", &bundle)?;
-            crate::paths::sync_dir(&dir)
-        })();
-        drop(scratch);
-        if let Err(e) = built {
-            let _ = fs::remove_file(&tmp);
-            return Err(unarchived("cannot create the bundle", &e));
-        }
-        crate::fault::point("archive-written");
-        // Hash, parse and verify through one descriptor; a bundle that fails
-        // any step is removed, never kept half-trusted.
-        let checked = (|| {
-            let mut file =
-                fs::File::open(&bundle).map_err(|e| unarchived("cannot reopen the bundle", &e))?;
-            let sha256 =
-                fd_sha256(&mut file).map_err(|e| unarchived("cannot hash the bundle", &e))?;
-            let header = read_header(&mut file).ok_or_else(|| {
-                Hold::new(
-                    HoldReason::ArchiveUnverified,
-                    format!("`{}` has no bundle header", bundle.display()),
-                )
-            })?;
-            self.verify(rg, rec, &repo, &fmt, &bundle, &header, reach)?;
-            Ok((file, sha256, header))
-        })();
-        let (file, sha256, header) = match checked {
-            Ok(x) => x,
-            Err(h) => {
-                let _ = fs::remove_file(&bundle);
-                return Err(h);
-            }
-        };
-        let archive = Archive {
-            kind: "bundle".into(),
-            location: crate::paths::utf8(&bundle).map_err(|e| unarchived("bad path", &e))?,
-            sha256,
-            tip: reach.head.clone(),
-            commits: reach.unique.len() as u64,
-            refs: reach.tips.iter().cloned().collect(),
-            prerequisites: header.prerequisites,
-            verified_at: crate::registry::now(),
-            receipts: Vec::new(),
-        };
-        Ok((archive, file))
-    }
-
-    /// Verifies a bundle for real: its header names exactly the expected
-    /// tips; `git bundle unbundle` with fsck into a fresh scratch repository
-    /// borrowing the source's objects succeeds; with the alternates removed
-    /// every tip exists there; with them restored the tips are complete down
-    /// to the prerequisites. `git bundle verify` alone passes truncated and
-    /// bit-flipped bundles (reliability.md V11).
-    #[allow(clippy::too_many_arguments)]
-    fn verify(
-        &self,
-        rg: &RepoGit,
-        rec: &Record,
-        repo: &Path,
-        fmt: &str,
-        bundle: &Path,
-        header: &BundleHeader,
-        reach: &Reach,
-    ) -> Result<(), Hold> {
-        let unverified = |what: &str| {
-            Hold::new(
-                HoldReason::ArchiveUnverified,
-                format!("`{}`: {what}", bundle.display()),
-            )
-        };
-        let mut want: Vec<(String, String)> = reach
-            .tips
-            .iter()
-            .map(|(n, o)| (o.clone(), n.clone()))
-            .collect();
-        let mut got = header.refs.clone();
-        want.sort();
-        got.sort();
-        if want != got {
-            return Err(unverified("its refs differ from the commits archived"));
-        }
-        verify_bundle(
-            rg,
-            self.reg.root(),
-            &rec.id,
-            repo,
-            fmt,
-            bundle,
-            header,
-            &reach.tips,
-        )
-    }
-
     /// Gate 7: HEAD, status, the bundle's sha256 and the record are unchanged.
     fn refresh(
         &self,
@@ -971,74 +841,6 @@ impl Engine {
     }
 }
 
-/// The second half of [`Engine::verify`], shared with `lease restore`:
-/// `git bundle unbundle` with fsck into a fresh scratch repository borrowing
-/// the source's objects; with the alternates removed every tip exists there;
-/// with them restored the tips are complete down to the prerequisites.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn verify_bundle(
-    rg: &RepoGit,
-    root: &crate::paths::StateRoot,
-    id: &str,
-    repo: &Path,
-    fmt: &str,
-    bundle: &Path,
-    header: &BundleHeader,
-    tips: &[(String, String)],
-) -> Result<(), Hold> {
-    let unverified = |what: &str| {
-        Hold::new(
-            HoldReason::ArchiveUnverified,
-            format!("`{}`: {what}", bundle.display()),
-        )
-    };
-    let scratch = Scratch::new(root, id, "verify", fmt, repo, rg)
-        .map_err(|e| unverified(&format!("cannot make a scratch repository: {e}")))?;
-    let unbundled = rg
-        .cmd(&scratch.path)
-        .args([
-            "-c",
-            "transfer.fsckObjects=true",
-            "-c",
-            "fetch.fsckObjects=true",
-            "bundle",
-            "unbundle",
-        ])
-        .arg(bundle)
-        .run();
-    if let Err(e) = unbundled {
-        return Err(unverified(&format!("unbundle failed: {e}")));
-    }
-    let alt = scratch.path.join("objects/info/alternates");
-    let away = scratch.path.join("objects/info/alternates.off");
-    fs::rename(&alt, &away).map_err(|e| unverified(&e.to_string()))?;
-    for (_, oid) in tips {
-        let present = rg
-            .cmd(&scratch.path)
-            .args(["cat-file", "-e"])
-            .arg(format!("{oid}^{{commit}}"))
-            .output();
-        if !present.is_ok_and(|o| o.ok) {
-            return Err(unverified(&format!(
-                "commit {oid} is not in the bundle's pack"
-            )));
-        }
-    }
-    fs::rename(&away, &alt).map_err(|e| unverified(&e.to_string()))?;
-    let mut c = rg.cmd(&scratch.path);
-    c.args(["rev-list", "--objects", "--quiet"]);
-    for (_, oid) in tips {
-        c.arg(oid);
-    }
-    if !header.prerequisites.is_empty() {
-        c.arg("--not").args(&header.prerequisites);
-    }
-    c.arg("--");
-    c.run()
-        .map_err(|e| unverified(&format!("incomplete: {e}")))?;
-    Ok(())
-}
-
 /// What gate 6 found.
 #[derive(Debug)]
 struct Reach {
@@ -1047,98 +849,6 @@ struct Reach {
     /// Bundle ref name and commit, one per non-durable tip.
     tips: Vec<(String, String)>,
     unique: Vec<String>,
-}
-
-/// A temporary bare repository under `<state root>/scratch` that borrows the
-/// source's objects through `objects/info/alternates`; removed on drop.
-struct Scratch {
-    path: PathBuf,
-}
-
-impl Scratch {
-    fn new(
-        root: &crate::paths::StateRoot,
-        id: &str,
-        what: &str,
-        fmt: &str,
-        repo: &Path,
-        rg: &RepoGit,
-    ) -> Result<Scratch> {
-        let path = root
-            .scratch()
-            .join(format!("{id}-{what}-{}", std::process::id()));
-        if path.exists() {
-            crate::paths::remove_scratch(root, &path)?;
-        }
-        crate::paths::make_private_dir(&path)?;
-        rg.cmd(&root.scratch())
-            .args(["init", "-q", "--bare", "--template="])
-            .arg(format!("--object-format={fmt}"))
-            .arg(&path)
-            .run()?;
-        let objects = repo.join("objects");
-        let mut line = objects.as_os_str().as_bytes().to_vec();
-        line.push(b'\n');
-        let alt = path.join("objects/info");
-        fs::create_dir_all(&alt).at_do("cannot create", &alt)?;
-        fs::write(alt.join("alternates"), line).at_do("cannot write", &alt)?;
-        Ok(Scratch { path })
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        if let Some(root) = self.path.parent().and_then(Path::parent) {
-            let root = crate::paths::StateRoot::at(root.to_path_buf());
-            let _ = crate::paths::remove_scratch(&root, &self.path);
-        }
-    }
-}
-
-/// A bundle's header: prerequisites (`-<oid>`) and refs (`<oid> <ref>`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct BundleHeader {
-    pub(crate) prerequisites: Vec<String>,
-    /// (oid, ref name)
-    pub(crate) refs: Vec<(String, String)>,
-}
-
-/// Reads the header of the bundle open as `f` (from its start).
-pub(crate) fn read_header(f: &mut fs::File) -> Option<BundleHeader> {
-    use std::io::{Seek, SeekFrom};
-    f.seek(SeekFrom::Start(0)).ok()?;
-    let mut head = Vec::new();
-    f.take(1 << 20).read_to_end(&mut head).ok()?;
-    parse_bundle_header(&head)
-}
-
-/// Parses the text header of a v2 or v3 bundle (gitformat-bundle(5)).
-fn parse_bundle_header(bytes: &[u8]) -> Option<BundleHeader> {
-    let mut lines = bytes.split(|&b| b == b'\n');
-    let sig = lines.next()?;
-    if sig != b"# v2 git bundle" && sig != b"# v3 git bundle" {
-        return None;
-    }
-    let mut h = BundleHeader {
-        prerequisites: Vec::new(),
-        refs: Vec::new(),
-    };
-    for l in lines {
-        if l.is_empty() {
-            return Some(h);
-        }
-        let l = std::str::from_utf8(l).ok()?;
-        if l.starts_with('@') {
-            continue; // v3 capability
-        }
-        if let Some(p) = l.strip_prefix('-') {
-            h.prerequisites.push(p.split(' ').next()?.to_string());
-        } else {
-            let (oid, r) = l.split_once(' ')?;
-            h.refs.push((oid.to_string(), r.to_string()));
-        }
-    }
-    None
 }
 
 /// Returns the admin directory if `<wt>/.git` is a regular file naming
@@ -1185,71 +895,6 @@ pub fn free_bytes(path: &Path) -> u64 {
     rustix::fs::statvfs(path).map_or(0, |s| s.f_bavail.saturating_mul(s.f_frsize))
 }
 
-/// Hashes a file from the start through an open descriptor (sha256, hex).
-pub(crate) fn fd_sha256(f: &mut fs::File) -> std::io::Result<String> {
-    use sha2::Digest;
-    use std::io::{Seek, SeekFrom};
-    f.seek(SeekFrom::Start(0))?;
-    let mut h = sha2::Sha256::new();
-    let mut buf = vec![0u8; 64 * 1024];
-    loop {
-        let n = f.read(&mut buf)?;
-        if n == 0 {
-            break;
-        }
-        h.update(&buf[..n]);
-    }
-    Ok(crate::audit::hex(&h.finalize()))
-}
-
-/// Returns a hold if the bundle changed since it was verified: its bytes,
-/// re-read through the descriptor kept open since verification, must hash to
-/// the recorded sha256, and its name must still be that file (same inode).
-fn bundle_changed(a: &Archive, file: Option<&fs::File>) -> Option<Hold> {
-    let changed = |what: &str| {
-        Some(Hold::new(
-            HoldReason::ArchiveUnverified,
-            format!("`{}` {what} after verification", a.location),
-        ))
-    };
-    let Some(file) = file else {
-        return changed("is not open");
-    };
-    let Ok(mut f) = file.try_clone() else {
-        return changed("cannot be re-read");
-    };
-    if fd_sha256(&mut f).ok().as_deref() != Some(a.sha256.as_str()) {
-        return changed("changed");
-    }
-    let by_fd = crate::safety::fstat(file).map(|s| (s.dev, s.ino));
-    let by_name = crate::safety::lstat(Path::new(&a.location)).map(|s| (s.dev, s.ino));
-    if by_fd.is_none() || by_fd != by_name {
-        return changed("was replaced");
-    }
-    None
-}
-
-/// Returns a hold if the archive directory lies inside the worktree, compared
-/// by `(dev, ino)` ancestry against every directory the walk saw (a string
-/// prefix would miss a bind mount or a symlinked ancestor).
-fn archive_outside(root: &crate::paths::StateRoot, inv: &plan::Inventory) -> Result<(), Hold> {
-    let dir = root.archives();
-    for a in dir.ancestors() {
-        if let Some(s) = crate::safety::stat(a)
-            && inv.dirs.contains(&(s.dev, s.ino))
-        {
-            return Err(Hold::new(
-                HoldReason::ArchiveInsideTree,
-                format!(
-                    "archive directory `{}` lies inside the worktree",
-                    dir.display()
-                ),
-            ));
-        }
-    }
-    Ok(())
-}
-
 /// Whether `LEASE_PROCESS_AUDIT=strict` asks gate 4 to hold when processes of
 /// other users could not be audited (config `process_audit = "strict"`).
 fn strict_audit() -> bool {
@@ -1261,26 +906,4 @@ fn join(pids: &[u32]) -> String {
         .map(u32::to_string)
         .collect::<Vec<_>>()
         .join(", ")
-}
-
-#[cfg(test)]
-#[allow(clippy::unwrap_used)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn bundle_header() {
-        let b = b"# v2 git bundle\n-aaa msg\nbbb refs/lease/x/head\n\nPACK...";
-        let h = parse_bundle_header(b).unwrap();
-        assert_eq!(h.prerequisites, vec!["aaa"]);
-        assert_eq!(
-            h.refs,
-            vec![("bbb".to_string(), "refs/lease/x/head".to_string())]
-        );
-        assert!(
-            parse_bundle_header(b"# v2 git bundle\nbbb r").is_none(),
-            "truncated header"
-        );
-        assert!(parse_bundle_header(b"PACK").is_none());
-    }
 }
