@@ -587,9 +587,12 @@ impl Engine {
                 git::first_line(&orig.stdout),
             ));
         }
+        // Every commit a reflog of this worktree mentions, old and new side
+        // (`reflog show --format=%H` gives only the new one). Shared branch
+        // reflogs come along: archiving a little more is safe and cheap.
         let reflog = rg
             .cmd(wt)
-            .args(["reflog", "show", "--format=%H", "HEAD", "--"])
+            .args(["rev-list", "--single-worktree", "--reflog", "--no-walk"])
             .output()?;
         if reflog.ok {
             for (n, oid) in git::parse_oids(&reflog.stdout).into_iter().enumerate() {

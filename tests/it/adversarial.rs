@@ -2120,3 +2120,28 @@ fn c15_restore_runs_no_repository_configured_program() {
     let wt = PathBuf::from(restored["worktree"]["path"].as_str().unwrap());
     assert_eq!(fs::read_to_string(wt.join("r.txt")).unwrap(), "r\n");
 }
+
+#[test]
+fn c8_commit_only_on_the_old_side_of_the_head_reflog_is_archived() {
+    let fx = Fx::new();
+    // checkout sets no ORIG_HEAD; after the expire, the only trace of
+    // `precious` is the old value of the single reflog entry.
+    let (id, _) = fx.worktree(
+        "git checkout -q --detach && echo p > p.txt && git add p.txt && git commit -qm precious \
+         && git rev-parse HEAD > ../precious.oid && git reflog expire --expire=now --all && git checkout -q HEAD~1",
+    );
+    let wt_parent = PathBuf::from(fx.env.record_of(&id)["worktree"]["path"].as_str().unwrap())
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let precious = fs::read_to_string(wt_parent.join("precious.oid"))
+        .unwrap()
+        .trim()
+        .to_string();
+    let rec = fx.remove(&id);
+    let refs = rec["archive"]["refs"].as_object().unwrap();
+    assert!(
+        refs.values().any(|v| v == precious.as_str()),
+        "{precious} archived: {refs:?}"
+    );
+}
