@@ -263,11 +263,7 @@ fn min_free(req: &ExecRequest) -> Result<MinFree> {
 fn file_id(path: &Path) -> Result<FileId> {
     let s = crate::safety::lstat(path)
         .ok_or_else(|| Error::Usage(format!("`{}` does not exist", path.display())))?;
-    Ok(FileId {
-        path: crate::paths::utf8(path)?,
-        dev: s.dev,
-        ino: s.ino,
-    })
+    FileId::of(path, s.dev, s.ino)
 }
 
 /// Creates the lease file for `id`, locks it shared, and opens the

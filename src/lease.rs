@@ -41,6 +41,7 @@ pub fn create(path: &Path) -> Result<(File, FileId)> {
         path: crate::paths::utf8(path)?,
         dev: seen.dev,
         ino: seen.ino,
+        btime: crate::safety::birth(&f.metadata().ok()),
     };
     Ok((f, id))
 }
@@ -62,6 +63,15 @@ pub fn open_checked(lease: &FileId, uid: u32) -> Result<File, Hold> {
             )
         })?;
     plan::check_lease_seen(lease.id(), uid, crate::safety::fstat(&f))?;
+    if !lease.same_birth(&f.metadata().ok()) {
+        return Err(Hold::new(
+            plan::HoldReason::LeaseIdentity,
+            format!(
+                "lease file `{}` was recreated: same inode number, another birth time",
+                path.display()
+            ),
+        ));
+    }
     Ok(f)
 }
 

@@ -465,11 +465,7 @@ impl Reaper<'_> {
                 }
                 let s = crate::safety::lstat(&path)
                     .ok_or_else(|| Error::Usage(format!("`{shown}` vanished while reaping")))?;
-                let wt = FileId {
-                    path: crate::paths::utf8(&path)?,
-                    dev: s.dev,
-                    ino: s.ino,
-                };
+                let wt = FileId::of(&path, s.dev, s.ino)?;
                 let moved = self.reg.update(&rec.id, |r| {
                     if r.state != State::Planned || r.any_launcher_alive() {
                         return Ok(false);

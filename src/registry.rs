@@ -104,9 +104,34 @@ pub struct FileId {
     pub dev: u64,
     /// `st_ino`.
     pub ino: u64,
+    /// Birth time (statx `btime`) in nanoseconds since the epoch, where the
+    /// filesystem records one: an inode number can be reused after a delete,
+    /// a birth time tells the new file from the old. Absent in records made
+    /// before it was recorded, and on filesystems without it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub btime: Option<u64>,
 }
 
 impl FileId {
+    /// Records `path` as seen now by `lstat`: device, inode and birth time.
+    pub fn of(path: &std::path::Path, dev: u64, ino: u64) -> Result<FileId> {
+        Ok(FileId {
+            path: crate::paths::utf8(path)?,
+            dev,
+            ino,
+            btime: crate::safety::birth(&std::fs::symlink_metadata(path).ok()),
+        })
+    }
+
+    /// Returns true unless both birth times are known and differ: the file
+    /// seen (`meta`) is then a new file that reused the recorded inode.
+    pub fn same_birth(&self, meta: &Option<std::fs::Metadata>) -> bool {
+        match (self.btime, crate::safety::birth(meta)) {
+            (Some(a), Some(b)) => a == b,
+            _ => true,
+        }
+    }
+
     /// Returns `(dev, ino)`.
     pub fn id(&self) -> (u64, u64) {
         (self.dev, self.ino)

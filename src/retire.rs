@@ -421,6 +421,12 @@ impl Engine {
             .map_err(|e| Hold::new(e.reason().unwrap_or(HoldReason::GitFailed), e.to_string()))?;
         plan::gate_path(wt_id.id(), rec.uid, &ev)?;
         let through_fd = crate::safety::fstat_fd(&top);
+        if !wt_id.same_birth(&fs::symlink_metadata(&wt).ok()) {
+            return Err(Hold::new(
+                HoldReason::PathIdentity,
+                "a new directory reused the recorded inode number (another birth time)",
+            ));
+        }
         if through_fd.map(|s| (s.dev, s.ino)) != Some(wt_id.id()) {
             return Err(Hold::new(
                 HoldReason::PathIdentity,

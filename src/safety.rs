@@ -22,6 +22,14 @@ fn seen(m: &fs::Metadata) -> Seen {
     }
 }
 
+/// Returns a file's birth time in nanoseconds since the epoch, if the
+/// filesystem records one (statx `STATX_BTIME`, which std reads).
+pub fn birth(meta: &Option<fs::Metadata>) -> Option<u64> {
+    let created = meta.as_ref()?.created().ok()?;
+    let d = created.duration_since(std::time::UNIX_EPOCH).ok()?;
+    u64::try_from(d.as_nanos()).ok().filter(|&n| n > 0)
+}
+
 /// Returns what `lstat(path)` sees, or `None` if it does not exist or cannot be read.
 pub fn lstat(path: &Path) -> Option<Seen> {
     fs::symlink_metadata(path).ok().map(|m| seen(&m))

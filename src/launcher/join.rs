@@ -88,7 +88,14 @@ impl Ticket {
         })?;
         Ok(Ticket {
             id,
-            lease: FileId { path, dev, ino },
+            // No birth time in the environment: the path is tied to the
+            // id and checked against the record, which carries one.
+            lease: FileId {
+                path,
+                dev,
+                ino,
+                btime: None,
+            },
         })
     }
 
@@ -210,7 +217,12 @@ pub fn join(ticket: &Ticket, command: Vec<OsString>) -> Result<Joined> {
         }
         Loaded::Bad { path, problem, .. } => return Err(Error::Record { path, problem }),
     };
-    if rec.lease.as_ref() != Some(lease) {
+    // The record's identity (path, device, inode) must be this lease, and
+    // the open file must have the birth time the record carries.
+    let named = rec.lease.as_ref().is_some_and(|l| {
+        l.path == lease.path && l.id() == lease.id() && l.same_birth(&f.metadata().ok())
+    });
+    if !named {
         return Err(Error::refused(
             HoldReason::LeaseIdentity,
             format!(

@@ -2145,3 +2145,28 @@ fn c8_commit_only_on_the_old_side_of_the_head_reflog_is_archived() {
         "{precious} archived: {refs:?}"
     );
 }
+
+#[test]
+fn a5_b1_reused_inode_numbers_are_told_apart_by_birth_time() {
+    let fx = Fx::new();
+    let (id, _) = fx.worktree("true");
+    let path = fx.env.state.join("records").join(format!("{id}.json"));
+    let orig: serde_json::Value = serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
+    if orig["lease"]["btime"].is_null() {
+        eprintln!("SKIPPED: this filesystem records no birth times");
+        return;
+    }
+    // Same device and inode, another birth: what a deleted-and-recreated
+    // file that reused the inode number looks like.
+    for (key, reason) in [("lease", "lease-identity"), ("worktree", "path-identity")] {
+        let mut rec = orig.clone();
+        rec[key]["btime"] = serde_json::json!(rec[key]["btime"].as_u64().unwrap() + 1);
+        fs::write(&path, serde_json::to_vec_pretty(&rec).unwrap()).unwrap();
+        fx.refuse(&id, reason);
+        let mut back: serde_json::Value =
+            serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
+        back[key] = orig[key].clone();
+        fs::write(&path, serde_json::to_vec_pretty(&back).unwrap()).unwrap();
+    }
+    fx.remove(&id);
+}
