@@ -605,24 +605,50 @@ impl Engine {
                 tips.push((format!("refs/lease/{}/reflog/{n}", rec.id), oid));
             }
         }
-        let unique = if tips.is_empty() {
-            Vec::new()
-        } else {
+        // HEAD must be durable (SPEC gate 6). A private tip (reflogs,
+        // refs/worktree|bisect|rewritten, ORIG_HEAD) needs archiving only
+        // if nothing that survives the removal reaches it: not the durable
+        // ref, and no branch, tag, tracking ref or stash, which are shared.
+        let head_tip: Vec<String> = tips
+            .first()
+            .filter(|_| !head.is_empty())
+            .map(|(_, o)| o.clone())
+            .into_iter()
+            .collect();
+        let private: Vec<String> = tips
+            .iter()
+            .skip(head_tip.len())
+            .map(|(_, o)| o.clone())
+            .collect();
+        let not_durable = |revs: &[String], shared_too: bool| -> Result<Vec<String>> {
+            if revs.is_empty() {
+                return Ok(Vec::new());
+            }
             let mut c = rg.cmd(wt);
             c.arg("rev-list");
-            let mut seen = Vec::new();
-            for (_, oid) in &tips {
-                if !seen.contains(oid) {
+            let mut seen: Vec<&String> = Vec::new();
+            for oid in revs {
+                if !seen.contains(&oid) {
                     c.arg(oid);
-                    seen.push(oid.clone());
+                    seen.push(oid);
                 }
             }
+            c.arg("--not");
             if let Some((_, d)) = &durable {
-                c.arg("--not").arg(d);
+                c.arg(d);
+            }
+            if shared_too {
+                c.args(["--branches", "--tags", "--remotes", "--glob=refs/stash"]);
             }
             c.arg("--");
-            git::parse_oids(&c.probe()?)
+            Ok(git::parse_oids(&c.probe()?))
         };
+        let mut unique = not_durable(&head_tip, false)?;
+        for oid in not_durable(&private, true)? {
+            if !unique.contains(&oid) {
+                unique.push(oid);
+            }
+        }
         // Keep one ref per non-durable tip commit.
         let mut kept: Vec<(String, String)> = Vec::new();
         for (name, oid) in tips {

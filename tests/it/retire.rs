@@ -677,3 +677,32 @@ fn several_targets_exit_with_the_worst_outcome() {
     assert_code(&o, 3);
     assert_eq!(fs::read_to_string(&bad).unwrap(), "{ not json");
 }
+
+#[test]
+fn a_clean_worktree_does_not_archive_commits_other_branches_keep() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    // Another leased worktree commits on its own branch and is kept.
+    let o = env
+        .lease()
+        .current_dir(&repo)
+        .args([
+            "exec",
+            "--keep",
+            "--",
+            "sh",
+            "-c",
+            "echo o > o && git add o && git commit -qm other-work",
+        ])
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+    // Its branch's reflog is shared, but the branch survives this removal.
+    let id = exec_script(&env, &repo, "true");
+    let rec = env.record_of(&id);
+    assert_eq!(rec["state"], "removed");
+    assert!(
+        rec["archive"].is_null(),
+        "nothing of this worktree's own was at risk: {rec:#}"
+    );
+}
