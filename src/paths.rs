@@ -283,12 +283,6 @@ pub fn utf8(path: &Path) -> Result<String> {
     })
 }
 
-/// Returns true if and only if `inner` equals `outer` or lies below it, by
-/// path components.
-pub fn is_within(inner: &Path, outer: &Path) -> bool {
-    inner.starts_with(outer)
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {

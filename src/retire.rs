@@ -61,7 +61,7 @@ pub struct Engine {
 }
 
 /// Everything the later gates need once gates 1 to 3 passed.
-struct Held<'a> {
+struct Held {
     rec: Record,
     rg: RepoGit,
     wt: PathBuf,
@@ -76,7 +76,6 @@ struct Held<'a> {
     inventory: plan::Inventory,
     /// Ignored entries inside declared rebuildable output, deleted at gate 8.
     rebuildable: Vec<Vec<u8>>,
-    _reg: &'a Registry,
 }
 
 impl Engine {
@@ -262,7 +261,7 @@ impl Engine {
         &self,
         rec: Record,
         state_gate: StateGate,
-    ) -> Result<Result<Held<'_>, Vec<Hold>>> {
+    ) -> Result<Result<Held, Vec<Hold>>> {
         let repo = PathBuf::from(&rec.repo);
         if !repo.is_dir() {
             return Ok(Err(vec![Hold::new(
@@ -360,7 +359,6 @@ impl Engine {
             bundle: None,
             inventory: plan::Inventory::default(),
             rebuildable: Vec::new(),
-            _reg: &self.reg,
         }))
     }
 
@@ -440,7 +438,7 @@ impl Engine {
     /// undeletable directories, nested repositories and submodules), then
     /// git's view (changes, untracked, ignored, hidden index edits,
     /// operations in progress). Keeps the walk in `held` for later gates.
-    fn probe_tree(&self, held: &mut Held<'_>) -> Result<Result<(), Vec<Hold>>> {
+    fn probe_tree(&self, held: &mut Held) -> Result<Result<(), Vec<Hold>>> {
         held.inventory = crate::safety::inventory(&held.top);
         let listed = held
             .rg
@@ -715,7 +713,7 @@ impl Engine {
     /// Gate 7: HEAD, status, the bundle's sha256 and the record are unchanged.
     fn refresh(
         &self,
-        held: &Held<'_>,
+        held: &Held,
         head: &str,
         archive: Option<&Archive>,
     ) -> Result<Result<(), Vec<Hold>>> {
@@ -757,7 +755,7 @@ impl Engine {
     /// `git worktree remove`, read back, tombstone, unlink the lease file.
     fn remove(
         &self,
-        held: &mut Held<'_>,
+        held: &mut Held,
         reach: &Reach,
         report: &mut TargetReport,
     ) -> Result<Result<(), Vec<Hold>>> {

@@ -343,11 +343,6 @@ pub fn traversable_by_others(path: &Path) -> bool {
     })
 }
 
-/// Returns the bytes of a path, for comparisons with git's raw output.
-pub fn bytes(path: &Path) -> &[u8] {
-    path.as_os_str().as_bytes()
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
