@@ -2170,3 +2170,59 @@ fn a5_b1_reused_inode_numbers_are_told_apart_by_birth_time() {
     }
     fx.remove(&id);
 }
+
+#[test]
+fn b8_worktree_git_no_longer_lists_is_not_registered() {
+    let fx = Fx::new();
+    let (id, wt) = fx.worktree("true");
+    let admin = admin_dir(&fx.repo, &wt);
+    let away = fx.env.root.join("admin-away");
+    fs::rename(&admin, &away).unwrap();
+    let (tree, moved) = (manifest(&wt), manifest(&away));
+    let o = fx.retire(&id);
+    assert_code(&o, 1);
+    assert_eq!(reasons(&o), ["not-registered"], "{}", stdout(&o));
+    assert_eq!(
+        (manifest(&wt), manifest(&away)),
+        (tree, moved),
+        "nothing changed"
+    );
+    fs::rename(&away, &admin).unwrap();
+    fx.remove(&id);
+}
+
+#[test]
+fn gate7_anything_that_moved_while_archiving_holds() {
+    // An untracked file appears while the bundle is written: refreshed
+    // content holds; HEAD moves: unprovable. Neither tree is removed.
+    type Change = fn(&Fx, &Path);
+    let cases: [(&str, Change); 2] = [
+        ("untracked", |_, wt| {
+            fs::write(wt.join("late.txt"), "late").unwrap()
+        }),
+        ("unprovable", |fx, wt| {
+            fx.env.git(
+                wt,
+                &[
+                    "-c",
+                    "core.hooksPath=/dev/null",
+                    "commit",
+                    "-q",
+                    "--allow-empty",
+                    "-m",
+                    "late",
+                ],
+            );
+        }),
+    ];
+    for (reason, change) in cases {
+        let fx = Fx::new();
+        let (id, wt) =
+            fx.worktree("git checkout -q --detach && echo a > a && git add a && git commit -qm a");
+        let o = paused_retire(&fx, &id, "archive-written", || change(&fx, &wt));
+        assert_code(&o, 1);
+        assert_eq!(reasons(&o), [reason], "{}", stdout(&o));
+        assert!(wt.join("a").exists(), "{reason}: the worktree is intact");
+        assert_eq!(fx.env.record_of(&id)["state"], "terminal", "{reason}");
+    }
+}
