@@ -38,6 +38,7 @@ use crate::sys::Ended;
 mod generate;
 mod log;
 mod metrics;
+mod progress;
 mod reconcile;
 mod restore;
 
@@ -303,6 +304,15 @@ pub fn run() -> ExitCode {
         }
     };
     log::install(cli.verbose, cli.quiet, cli.log_format);
+    match &cli.command {
+        Cmd::Retire { json, .. }
+        | Cmd::Reap { json, .. }
+        | Cmd::Restore { json, .. }
+        | Cmd::Archive {
+            action: ArchiveCmd::Verify { json, .. },
+        } => progress::install(*json, cli.quiet),
+        _ => {}
+    }
     match cli.command {
         Cmd::Exec {
             repo,

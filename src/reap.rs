@@ -288,7 +288,9 @@ pub fn reap(root: &StateRoot, git: &Git, apply: bool) -> Result<ReapReport> {
     let mut report = ReapReport::empty(!apply, git);
     let loaded = reaper.reg.scan()?;
     let before = free_space(root, &loaded);
+    let step = crate::progress::begin("reaping", Some(loaded.len() as u64));
     for l in loaded {
+        step.inc();
         match l {
             Loaded::Ok(rec) if rec.state == State::Removed => report.skipped_removed += 1,
             Loaded::Ok(rec) => report.items.push(reaper.reconcile(*rec)),
@@ -316,6 +318,7 @@ pub fn reap(root: &StateRoot, git: &Git, apply: bool) -> Result<ReapReport> {
             }
         }
     }
+    drop(step);
     report.bytes_reclaimed = report
         .items
         .iter()

@@ -40,6 +40,8 @@ impl Engine {
         let tmp = dir.join(format!(".{n}.bundle.tmp"));
         let scratch = Scratch::new(root, &rec.id, "build", &fmt, &repo, rg)
             .map_err(|e| unarchived("cannot make a scratch repository", &e))?;
+        let step = crate::progress::begin("archiving", None);
+        step.message(&format!("{} tip(s) of {}", reach.tips.len(), rec.id));
         let built = (|| -> Result<()> {
             for (name, oid) in &reach.tips {
                 rg.cmd(&scratch.path)
@@ -61,6 +63,7 @@ impl Engine {
             crate::paths::sync_dir(&dir)
         })();
         drop(scratch);
+        drop(step);
         if let Err(e) = built {
             let _ = fs::remove_file(&tmp);
             return Err(unarchived("cannot create the bundle", &e));
@@ -171,6 +174,8 @@ pub(crate) fn verify_bundle(
             format!("`{}`: {what}", bundle.display()),
         )
     };
+    let step = crate::progress::begin("verifying", None);
+    step.message(&bundle.display().to_string());
     let scratch = Scratch::new(root, id, "verify", fmt, repo, rg)
         .map_err(|e| unverified(&format!("cannot make a scratch repository: {e}")))?;
     let unbundled = rg
