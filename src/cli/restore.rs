@@ -96,3 +96,32 @@ pub(super) fn verify(id: &str, json: bool) -> Result<u8> {
     }
     Ok(exit::OK)
 }
+
+pub(super) fn drop(id: &str, unreachable_ok: bool, json: bool) -> Result<u8> {
+    let r = crate::restore::drop(id, unreachable_ok)?;
+    if json {
+        out!(
+            "{}",
+            serde_json::to_string_pretty(&r).expect("a report serializes")
+        );
+    } else {
+        out!(
+            "dropped the {} archive of {} (`{}`, {} tip(s))",
+            r.kind,
+            &r.id[..12.min(r.id.len())],
+            r.location,
+            r.tips.len()
+        );
+        for name in &r.remote_refs_deleted {
+            out!("  deleted `{name}` on the remote");
+        }
+        if !r.unreachable.is_empty() {
+            out!(
+                "  --unreachable-ok: {} commit(s) reachable from no durable ref are gone: {}",
+                r.unreachable.len(),
+                r.unreachable.join(", ")
+            );
+        }
+    }
+    Ok(exit::OK)
+}
