@@ -102,7 +102,8 @@ fn archive_of(rec: &Record) -> Result<&Archive> {
 }
 
 /// Re-verifies the archive of `rec`: its archival refs, if any, read back at
-/// their exact commits; its bundle, if any, as [`verify_bundle_of`] does.
+/// their exact commits; its bundle, if any, by sha256, header, prerequisites
+/// and an unbundle with fsck (`archive-unverified` on any failure).
 pub fn verify_archive(reg: &Registry, rg: &RepoGit, rec: &Record) -> Result<()> {
     let a = archive_of(rec)?;
     if let Some(r) = &a.remote {

@@ -66,7 +66,11 @@ pub(super) fn archives(json: bool) -> Result<u8> {
             &a.id[..12.min(a.id.len())],
             &a.tip[..12.min(a.tip.len())],
             a.commits,
-            a.size.map_or("missing".to_string(), |s| s.to_string()),
+            match (a.size, a.kind.as_str()) {
+                (Some(s), _) => s.to_string(),
+                (None, "remote") => "remote".to_string(),
+                (None, _) => "missing".to_string(),
+            },
             a.receipts.len(),
             a.repository
         );

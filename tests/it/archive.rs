@@ -394,3 +394,154 @@ fn delete_branch_keeps_an_unproven_tip() {
         before.as_str()
     );
 }
+
+/// Writes an executable script that logs its name to `log` and exits 0.
+fn sentinel(dir: &Path, name: &str, log: &Path) -> String {
+    let p = dir.join(name);
+    fs::write(
+        &p,
+        format!(
+            "#!/bin/sh\necho \"{name} $*\" >> '{}'\nexit 0\n",
+            log.display()
+        ),
+    )
+    .unwrap();
+    fs::set_permissions(&p, fs::Permissions::from_mode(0o755)).unwrap();
+    p.to_str().unwrap().to_string()
+}
+
+#[test]
+fn archive_remote_ignores_pushurl_push_config_and_hooks() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let remote = env.root.join("remote.git");
+    let decoy = env.root.join("decoy.git");
+    env.git(
+        &env.root,
+        &["init", "-q", "--bare", decoy.to_str().unwrap()],
+    );
+    let (id, wt) = kept(
+        &env,
+        &repo,
+        "feat",
+        "echo w > work.txt && git add work.txt && git commit -qm private-work",
+    );
+    let tip = env.git(&wt, &["rev-parse", "HEAD"]);
+    let log = env.root.join("sentinel.log");
+    let hooks = env.root.join("hooks");
+    fs::create_dir(&hooks).unwrap();
+    sentinel(&hooks, "pre-push", &log);
+    sentinel(&hooks, "reference-transaction", &log);
+    let tool = sentinel(&env.root, "tool", &log);
+    for (k, v) in [
+        ("remote.origin.pushurl", decoy.to_str().unwrap()),
+        ("remote.origin.push", "refs/heads/*:refs/heads/decoy/*"),
+        ("remote.origin.receivepack", tool.as_str()),
+        ("remote.origin.uploadpack", tool.as_str()),
+        ("remote.pushDefault", "origin"),
+        ("push.gpgSign", "true"),
+        ("gpg.program", tool.as_str()),
+        ("push.recurseSubmodules", "check"),
+        ("push.followTags", "true"),
+        ("core.hooksPath", hooks.to_str().unwrap()),
+    ] {
+        env.git(&repo, &["config", k, v]);
+    }
+    let o = env
+        .lease()
+        .args(["retire", &id, "--archive", "remote"])
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+    assert_eq!(
+        remote_refs(&env, &remote, "refs/lease/"),
+        vec![(format!("refs/lease/archive/{id}/head"), tip)]
+    );
+    assert!(
+        remote_refs(&env, &decoy, "").is_empty(),
+        "nothing went to pushurl"
+    );
+    assert!(
+        !log.exists(),
+        "a sentinel ran: {}",
+        fs::read_to_string(&log).unwrap()
+    );
+}
+
+#[test]
+fn archive_remote_refuses_push_insteadof() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let remote = env.root.join("remote.git");
+    let decoy = env.root.join("decoy.git");
+    env.git(
+        &env.root,
+        &["init", "-q", "--bare", decoy.to_str().unwrap()],
+    );
+    let (id, _wt) = kept(
+        &env,
+        &repo,
+        "feat",
+        "echo w > work.txt && git add work.txt && git commit -qm private-work",
+    );
+    env.git(
+        &repo,
+        &[
+            "config",
+            &format!("url.{}.pushInsteadOf", decoy.display()),
+            remote.to_str().unwrap(),
+        ],
+    );
+    let snap = Snapshot::take(&env, &repo, &id);
+    let o = env
+        .lease()
+        .args(["retire", &id, "--archive", "remote", "--json"])
+        .output()
+        .unwrap();
+    assert_code(&o, 1);
+    assert_eq!(reasons(&o), vec!["archive-push-failed"]);
+    snap.assert_held_unchanged(&env, &repo, "archive-push-failed");
+    assert!(remote_refs(&env, &decoy, "").is_empty());
+    assert!(remote_refs(&env, &remote, "refs/lease/").is_empty());
+}
+
+#[test]
+fn archive_drop_of_a_remote_archive_deletes_the_archival_ref() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let remote = env.root.join("remote.git");
+    let (id, wt) = kept(
+        &env,
+        &repo,
+        "feat",
+        "echo w > work.txt && git add work.txt && git commit -qm private-work",
+    );
+    let tip = env.git(&wt, &["rev-parse", "HEAD"]);
+    assert_code(
+        &env.lease()
+            .args(["retire", &id, "--archive", "remote"])
+            .output()
+            .unwrap(),
+        0,
+    );
+    // The archival ref alone does not make the archive droppable.
+    let o = env.lease().args(["archive", "drop", &id]).output().unwrap();
+    assert_code(&o, 1);
+    assert_eq!(remote_refs(&env, &remote, "refs/lease/").len(), 1);
+    env.git(
+        &repo,
+        &["push", "-q", "origin", &format!("{tip}:refs/heads/main")],
+    );
+    let o = env
+        .lease()
+        .args(["archive", "drop", &id, "--json"])
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+    assert_eq!(
+        json(&o)["remote_refs_deleted"],
+        serde_json::json!([format!("refs/lease/archive/{id}/head")])
+    );
+    assert!(remote_refs(&env, &remote, "refs/lease/").is_empty());
+    assert!(env.record_of(&id)["archive"].is_null());
+}
