@@ -567,6 +567,12 @@ pub fn drop(id: &str, unreachable_ok: bool) -> Result<DropReport> {
     }
     let dropped_id = rec.id.clone();
     reg.update(&dropped_id, |r| {
+        if r.archive.as_ref() != Some(&a) {
+            return Err(Error::refused(
+                HoldReason::RetireInProgress,
+                "the archive changed while it was being dropped; run the drop again",
+            ));
+        }
         r.archive = None;
         Ok(())
     })?;

@@ -820,6 +820,7 @@ impl Engine {
                 "unique_commits": reach.unique.len(),
                 "rebuildable_deleted": held.rebuildable.iter().map(|p| crate::report::lossless(p)).collect::<Vec<_>>(),
                 "archive": held.rec.archive.as_ref().map(|a| a.location.clone()),
+                "archival_refs": report.archive.as_ref().and_then(|a| a.remote.as_ref()).map(|r| serde_json::json!({"url": r.url, "refs": r.refs})),
                 "git": {"path": self.git.path().to_string_lossy(), "version": self.git.version()},
             }),
             branch: branch.clone(),

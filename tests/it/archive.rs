@@ -545,3 +545,59 @@ fn archive_drop_of_a_remote_archive_deletes_the_archival_ref() {
     assert!(remote_refs(&env, &remote, "refs/lease/").is_empty());
     assert!(env.record_of(&id)["archive"].is_null());
 }
+
+#[test]
+fn archive_remote_readback_of_another_commit_holds() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let remote = env.root.join("remote.git");
+    // The remote accepts the push, then moves every pushed ref to its main.
+    let hook = remote.join("hooks/post-receive");
+    fs::create_dir_all(hook.parent().unwrap()).unwrap();
+    fs::write(
+        &hook,
+        "#!/bin/sh\nwhile read old new ref; do git update-ref \"$ref\" refs/heads/main; done\n",
+    )
+    .unwrap();
+    fs::set_permissions(&hook, fs::Permissions::from_mode(0o755)).unwrap();
+    let (id, wt) = kept(
+        &env,
+        &repo,
+        "feat",
+        "echo w > work.txt && git add work.txt && git commit -qm private-work",
+    );
+    let snap = Snapshot::take(&env, &repo, &id);
+    let o = env
+        .lease()
+        .args(["retire", &id, "--archive", "remote", "--json"])
+        .output()
+        .unwrap();
+    assert_code(&o, 1);
+    assert_eq!(reasons(&o), vec!["archive-push-failed"]);
+    assert!(stdout(&o).contains("readback"), "{}", stdout(&o));
+    snap.assert_held_unchanged(&env, &repo, "archive-push-failed");
+    assert!(wt.is_dir());
+}
+
+#[test]
+fn archive_remote_without_a_trusted_remote_holds() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    env.git(&repo, &["remote", "remove", "origin"]);
+    let (id, wt) = kept(
+        &env,
+        &repo,
+        "feat",
+        "echo w > work.txt && git add work.txt && git commit -qm private-work",
+    );
+    let snap = Snapshot::take(&env, &repo, &id);
+    let o = env
+        .lease()
+        .args(["retire", &id, "--archive", "remote", "--json"])
+        .output()
+        .unwrap();
+    assert_code(&o, 1);
+    assert_eq!(reasons(&o), vec!["archive-push-failed"]);
+    snap.assert_held_unchanged(&env, &repo, "archive-push-failed");
+    assert!(wt.is_dir());
+}
