@@ -32,7 +32,7 @@ use crate::paths::StateRoot;
 use crate::plan::Disposition;
 use crate::registry::{Loaded, Owner, Record, Registry, State};
 use crate::report::{GitInfo, RetireReport, TargetReport};
-use crate::retire::Engine;
+use crate::retire::{ArchiveMode, Engine};
 use crate::sys::Ended;
 
 mod generate;
@@ -138,6 +138,12 @@ enum Cmd {
         /// Output path (relative to the worktree top, e.g. `target`) declared rebuildable: ignored files there do not hold and are deleted by lease (also `$LEASE_REBUILDABLE`, `:`-separated).
         #[arg(long, value_name = "PATH")]
         rebuildable: Vec<String>,
+        /// Where commits that are not durable are archived: a verified bundle under the state root, archival refs pushed to the trusted remote and read back, or both.
+        #[arg(long, value_enum, value_name = "MODE", default_value_t = ArchiveMode::Bundle)]
+        archive: ArchiveMode,
+        /// After a removal, delete the task branch if its tip is durable or archived and it is checked out nowhere (kept otherwise, exit 1).
+        #[arg(long)]
+        delete_branch: bool,
         /// Print the report as JSON.
         #[arg(long)]
         json: bool,
@@ -193,6 +199,9 @@ enum Cmd {
         /// Act: finish, retire and persist orphans.
         #[arg(long)]
         apply: bool,
+        /// Where retires archive commits that are not durable (see `lease retire --archive`).
+        #[arg(long, value_enum, value_name = "MODE", default_value_t = ArchiveMode::Bundle)]
+        archive: ArchiveMode,
         /// Print the report as JSON.
         #[arg(long)]
         json: bool,
@@ -279,6 +288,22 @@ enum ArchiveCmd {
         #[arg(long)]
         json: bool,
     },
+    /// Delete an archive (bundle and archive record) once every commit it
+    /// holds is reachable from the trusted remote's branches, confirmed
+    /// with `git ls-remote`; held `archive-unreachable` otherwise (exit 1).
+    ///
+    /// Archival refs on the remote are deleted too, with a push guarded by
+    /// their recorded commits.
+    Drop {
+        /// Record id or unique prefix.
+        id: String,
+        /// Drop it even though some commits exist nowhere else (written to the audit log).
+        #[arg(long)]
+        unreachable_ok: bool,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// Returns the clap definition of the whole command line, for the man page
@@ -348,10 +373,18 @@ pub fn run() -> ExitCode {
             all,
             dry_run,
             rebuildable,
+            archive,
+            delete_branch,
             json,
-        } => finish(
-            rebuildable_paths(&rebuildable).and_then(|r| retire(&targets, all, dry_run, r, json)),
-        ),
+        } => finish(rebuildable_paths(&rebuildable).and_then(|r| {
+            let engine = |reg, git| {
+                Engine::new(reg, git, dry_run)
+                    .with_rebuildable(r)
+                    .with_archive_mode(archive)
+                    .with_delete_branch(delete_branch)
+            };
+            retire(&targets, all, dry_run, engine, json)
+        })),
         Cmd::List { json } => finish(list(json)),
         Cmd::Show { id, json } => finish(show(&id, json)),
         Cmd::Hold {
@@ -371,8 +404,9 @@ pub fn run() -> ExitCode {
         Cmd::Reap {
             dry_run: _,
             apply,
+            archive,
             json,
-        } => finish(reconcile::reap(apply, json)),
+        } => finish(reconcile::reap(apply, archive, json)),
         Cmd::Repair {
             path,
             dry_run,
@@ -390,6 +424,14 @@ pub fn run() -> ExitCode {
         Cmd::Archive {
             action: ArchiveCmd::Verify { id, json },
         } => finish(restore::verify(&id, json)),
+        Cmd::Archive {
+            action:
+                ArchiveCmd::Drop {
+                    id,
+                    unreachable_ok,
+                    json,
+                },
+        } => finish(restore::drop(&id, unreachable_ok, json)),
         Cmd::Metrics { out } => finish(metrics::metrics(out.as_deref())),
         Cmd::Generate { out } => finish(generate::generate(&out)),
     }
@@ -515,7 +557,7 @@ fn retire(
     targets: &[String],
     all: bool,
     dry_run: bool,
-    rebuildable: Vec<Vec<u8>>,
+    engine: impl FnOnce(Registry, Git) -> Engine,
     json: bool,
 ) -> Result<u8> {
     if targets.is_empty() && !all {
@@ -544,7 +586,7 @@ fn retire(
         path: git.path().to_string_lossy().into_owned(),
         version: git.version().to_string(),
     };
-    let engine = Engine::new(reg.clone(), git, dry_run).with_rebuildable(rebuildable);
+    let engine = engine(reg.clone(), git);
     let mut ids: Vec<Result<String, TargetReport>> = Vec::new();
     if all {
         for l in reg.scan()? {
@@ -666,6 +708,8 @@ fn target_code(t: &TargetReport) -> u8 {
         return exit::FAILED;
     }
     match t.disposition {
+        // A removal whose requested branch deletion was refused: a hold.
+        Disposition::Removed if t.branch.as_ref().is_some_and(|b| b.reason.is_some()) => exit::HELD,
         Disposition::Removed | Disposition::WouldRemove => exit::OK,
         Disposition::Held | Disposition::Retained => exit::HELD,
     }
@@ -697,6 +741,25 @@ fn render_target(t: &TargetReport) -> Vec<String> {
                 s.push_str(&format!("; reclaimed {} bytes", tb.bytes_reclaimed));
             }
             out.push(s);
+            if let Some(b) = &t.branch {
+                match (b.deleted, b.reason) {
+                    (true, _) => out.push(format!(
+                        "  deleted branch `{}` (was {})",
+                        b.name,
+                        b.old_tip.as_deref().unwrap_or("-")
+                    )),
+                    (false, Some(r)) => {
+                        out.push(format!(
+                            "  kept branch `{}`: {} ({})",
+                            b.name,
+                            r.code(),
+                            b.detail
+                        ));
+                        out.push(format!("  hint: {}", r.next_action()));
+                    }
+                    (false, None) => out.push(format!("  branch `{}`: {}", b.name, b.detail)),
+                }
+            }
         }
         Disposition::WouldRemove => {
             out.push(format!(

@@ -282,6 +282,58 @@ impl RepoGit {
         Err(last.expect("three attempts ran"))
     }
 
+    /// The fetch URL of remote `name` as git resolves it (`url.*.insteadOf`
+    /// applied), for fetch, ls-remote and push by URL. Refused
+    /// (`archive-push-failed`) when the repository configures any
+    /// `url.*.pushInsteadOf`: a push could then go elsewhere than the
+    /// readback, and nothing would be proven.
+    pub fn remote_url(&self, common: &Path, name: &str) -> Result<String> {
+        let rewrites = self
+            .cmd(common)
+            .args(["config", "-z", "--get-regexp", r"^url\..*\.pushinsteadof$"])
+            .output()?;
+        if rewrites.ok {
+            return Err(Error::refused(
+                crate::plan::HoldReason::ArchivePushFailed,
+                "the repository configures url.*.pushInsteadOf; a push could reach another repository than the readback",
+            ));
+        }
+        if rewrites.code != Some(1) {
+            return Err(rewrites.error());
+        }
+        let out = self
+            .cmd(common)
+            .args(["remote", "get-url", "--", name])
+            .run()?;
+        let url = first_line(&out);
+        if url.is_empty() {
+            return Err(Error::refused(
+                crate::plan::HoldReason::ArchivePushFailed,
+                format!("remote `{name}` has no URL"),
+            ));
+        }
+        Ok(url)
+    }
+
+    /// `git ls-remote` by URL with `--upload-pack=git-upload-pack` (SPEC
+    /// "durable": a repo-configured `uploadpack` cannot be overridden with
+    /// `-c`), returning `(oid, ref)` pairs. `patterns` are passed as they
+    /// are (git matches them against the ends of ref names).
+    pub fn ls_remote(
+        &self,
+        dir: &Path,
+        url: &str,
+        patterns: &[&str],
+    ) -> Result<Vec<(String, String)>> {
+        let out = self
+            .cmd(dir)
+            .args(["ls-remote", "--upload-pack=git-upload-pack", "--"])
+            .arg(url)
+            .args(patterns)
+            .run()?;
+        Ok(parse_ls_remote(&out))
+    }
+
     /// Pins commands run in `wt` to its admin directory `admin`.
     pub fn pinned(mut self, admin: &Path, wt: &Path) -> RepoGit {
         self.pin = Some((admin.to_path_buf(), wt.to_path_buf()));
@@ -643,6 +695,18 @@ pub fn parse_heads(out: &[u8]) -> Vec<(String, String)> {
         .collect()
 }
 
+/// Parses `git ls-remote` output (`<oid>\t<ref>` lines) into `(oid, ref)`
+/// pairs, skipping peeled `^{}` entries.
+pub fn parse_ls_remote(out: &[u8]) -> Vec<(String, String)> {
+    String::from_utf8_lossy(out)
+        .lines()
+        .filter_map(|l| {
+            let (oid, r) = l.split_once('\t')?;
+            (!r.ends_with("^{}")).then(|| (oid.to_string(), r.to_string()))
+        })
+        .collect()
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -713,5 +777,17 @@ mod tests {
     #[test]
     fn oids_dedupe() {
         assert_eq!(parse_oids(b"ab\ncd\nab\n\n"), vec!["ab", "cd"]);
+    }
+
+    #[test]
+    fn ls_remote_lines() {
+        let out = b"aaa\trefs/heads/main\nbbb\trefs/tags/v1\nccc\trefs/tags/v1^{}\n";
+        assert_eq!(
+            parse_ls_remote(out),
+            vec![
+                ("aaa".to_string(), "refs/heads/main".to_string()),
+                ("bbb".to_string(), "refs/tags/v1".to_string())
+            ]
+        );
     }
 }

@@ -296,6 +296,7 @@ fn abandon(reg: &Registry, id: &str, why: &str) {
             free_before: 0,
             free_after: 0,
             evidence: serde_json::json!({"nothing_created": why}),
+            branch: None,
         });
         r.set_state(State::Removed)
     });

@@ -57,6 +57,10 @@ pub enum HoldReason {
     PathOccupied,
     BranchMoved,
     AlreadyRestored,
+    ArchiveUnreachable,
+    ArchivePushFailed,
+    BranchUnproven,
+    BranchCheckedOut,
 }
 
 impl HoldReason {
@@ -110,6 +114,16 @@ impl HoldReason {
             AlreadyRestored => {
                 "the archive was restored before (see its receipts); pass --again for another copy"
             }
+            ArchiveUnreachable => {
+                "push the commits to the trusted remote's default branch, or pass --unreachable-ok to drop them for good"
+            }
+            ArchivePushFailed => {
+                "check the trusted remote accepts pushes to refs/lease/archive/*, or retire with --archive bundle"
+            }
+            BranchUnproven => {
+                "push the branch (or merge it) first; `git branch -D` it yourself if it is truly unwanted"
+            }
+            BranchCheckedOut => "the branch is checked out in another worktree; it was kept",
             _ => "inspect the worktree; see docs/reason-codes.md",
         }
     }
@@ -605,6 +619,78 @@ pub fn gate_processes(ev: &ProcEvidence) -> Result<(), Hold> {
     Ok(())
 }
 
+/// Branch cleanup (`retire --delete-branch`): the branch must not be checked
+/// out in any worktree (`checked_out` holds the short names `git worktree
+/// list --porcelain -z` reports, read after the removal).
+pub fn gate_branch_free(branch: &str, checked_out: &[String]) -> Result<(), Hold> {
+    if checked_out.iter().any(|b| b == branch) {
+        return Err(Hold::new(
+            HoldReason::BranchCheckedOut,
+            format!("branch `{branch}` is checked out in another worktree; kept"),
+        ));
+    }
+    Ok(())
+}
+
+/// Branch cleanup: the tip must be proven, i.e. every commit reachable from
+/// it is reachable from the durable ref or from a verified archive's tips.
+/// `unproven` lists the commits `rev-list <tip> --not <durable> <archived>`
+/// printed; any one keeps the branch.
+pub fn gate_branch_proven(branch: &str, tip: &str, unproven: &[String]) -> Result<(), Hold> {
+    if let Some(first) = unproven.first() {
+        return Err(Hold::new(
+            HoldReason::BranchUnproven,
+            format!(
+                "branch `{branch}` at {tip} has {} commit(s) neither durable nor archived (first {first}); kept",
+                unproven.len()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// `lease archive drop`: every commit the archive holds must be reachable
+/// from a durable ref now; `unreachable` lists the archived tips that are not.
+pub fn gate_archive_droppable(unreachable: &[String]) -> Result<(), Hold> {
+    if unreachable.is_empty() {
+        return Ok(());
+    }
+    Err(Hold::new(
+        HoldReason::ArchiveUnreachable,
+        format!(
+            "{} archived commit(s) are not reachable from a durable ref: {}",
+            unreachable.len(),
+            unreachable.join(", ")
+        ),
+    ))
+}
+
+/// Archival refs: what `git ls-remote` read back (`(oid, ref)` pairs) must
+/// name every pushed ref at exactly the pushed commit.
+pub fn check_readback(
+    pushed: &std::collections::BTreeMap<String, String>,
+    listed: &[(String, String)],
+) -> Result<(), Hold> {
+    for (name, oid) in pushed {
+        match listed.iter().find(|(_, r)| r == name) {
+            Some((got, _)) if got == oid => {}
+            Some((got, _)) => {
+                return Err(Hold::new(
+                    HoldReason::ArchivePushFailed,
+                    format!("readback: `{name}` is at {got}, not at the pushed {oid}"),
+                ));
+            }
+            None => {
+                return Err(Hold::new(
+                    HoldReason::ArchivePushFailed,
+                    format!("readback: `{name}` is not on the remote"),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -920,5 +1006,39 @@ mod tests {
         let holds = gate_content(&ev).unwrap_err();
         assert_eq!(holds.len(), 1);
         assert!(holds[0].detail.contains(".env") && !holds[0].detail.contains("target"));
+    }
+
+    #[test]
+    fn branch_cleanup_gates() {
+        assert!(gate_branch_free("feat", &["main".into()]).is_ok());
+        let h = gate_branch_free("feat", &["main".into(), "feat".into()]).unwrap_err();
+        assert_eq!(h.reason, HoldReason::BranchCheckedOut);
+        assert!(gate_branch_proven("feat", "abc", &[]).is_ok());
+        let h = gate_branch_proven("feat", "abc", &["abc".into()]).unwrap_err();
+        assert_eq!(h.reason, HoldReason::BranchUnproven);
+    }
+
+    #[test]
+    fn archive_drop_gate() {
+        assert!(gate_archive_droppable(&[]).is_ok());
+        let h = gate_archive_droppable(&["abc".into()]).unwrap_err();
+        assert_eq!(h.reason, HoldReason::ArchiveUnreachable);
+        assert!(h.detail.contains("abc"));
+    }
+
+    #[test]
+    fn readback_must_match_exactly() {
+        let mut pushed = std::collections::BTreeMap::new();
+        pushed.insert("refs/lease/archive/x/head".to_string(), "aaa".to_string());
+        let ok = vec![("aaa".to_string(), "refs/lease/archive/x/head".to_string())];
+        assert!(check_readback(&pushed, &ok).is_ok());
+        let moved = vec![("bbb".to_string(), "refs/lease/archive/x/head".to_string())];
+        assert_eq!(
+            check_readback(&pushed, &moved).unwrap_err().reason,
+            HoldReason::ArchivePushFailed
+        );
+        assert!(check_readback(&pushed, &[]).is_err(), "missing ref");
+        let other = vec![("aaa".to_string(), "refs/lease/archive/y/head".to_string())];
+        assert!(check_readback(&pushed, &other).is_err(), "another ref");
     }
 }

@@ -275,11 +275,17 @@ pub fn lock_reaper(root: &StateRoot, create: bool) -> Result<ReaperLock> {
 
 /// Runs one reap over the registry of `root`; with `apply` it acts, else it
 /// only reports. The caller holds the [`ReaperLock`].
-pub fn reap(root: &StateRoot, git: &Git, apply: bool) -> Result<ReapReport> {
+/// Retires archive in `archive` mode (`reap --archive`).
+pub fn reap(
+    root: &StateRoot,
+    git: &Git,
+    apply: bool,
+    archive: crate::retire::ArchiveMode,
+) -> Result<ReapReport> {
     crate::fault::point("reap-locked");
     let reg = Registry::new(root.clone());
     let reaper = Reaper {
-        engine: Engine::new(reg.clone(), git.clone(), !apply),
+        engine: Engine::new(reg.clone(), git.clone(), !apply).with_archive_mode(archive),
         reg,
         git,
         apply,
@@ -561,6 +567,7 @@ impl Reaper<'_> {
                 "nothing_created": why,
                 "finished_by": "lease reap",
             }),
+            branch: None,
         };
         let moved = self.reg.update(&rec.id, |r| {
             if r.state != State::Planned || r.any_launcher_alive() {
@@ -809,6 +816,7 @@ impl Reaper<'_> {
                         "archive": rec.archive.as_ref().map(|a| a.location.clone()),
                         "lease_missing": lease_missing,
                     }),
+                    branch: None,
                 };
                 let t2 = tomb.clone();
                 self.reg.update(&rec.id, |r| {

@@ -252,17 +252,20 @@ impl Retention {
 /// A verified archive of the commits that existed only in the worktree.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Archive {
-    /// `bundle`.
+    /// `bundle`, `remote` (archival refs on the trusted remote only) or
+    /// `both`.
     pub kind: String,
-    /// Absolute path of the bundle under the state root.
+    /// Absolute path of the bundle under the state root; for `remote`, the
+    /// trusted remote's URL.
     pub location: String,
-    /// sha256 of the bundle file, lowercase hex.
+    /// sha256 of the bundle file, lowercase hex; empty for `remote`.
     pub sha256: String,
     /// The worktree's HEAD commit.
     pub tip: String,
     /// How many commits the bundle holds.
     pub commits: u64,
-    /// Refs in the bundle and the commit each names.
+    /// The archived tips by lease's name (`refs/lease/<id>/head`, ...) and
+    /// the commit each names: the refs in the bundle, when there is one.
     pub refs: BTreeMap<String, String>,
     /// Commits the bundle needs to be restored (on the default branch).
     pub prerequisites: Vec<String>,
@@ -270,6 +273,48 @@ pub struct Archive {
     pub verified_at: String,
     /// Restores made from it.
     pub receipts: Vec<serde_json::Value>,
+    /// The archival refs pushed to the trusted remote and read back
+    /// (`remote` and `both`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote: Option<RemoteRefs>,
+}
+
+impl Archive {
+    /// True if a bundle file is part of this archive (`bundle` or `both`).
+    pub fn has_bundle(&self) -> bool {
+        self.kind != "remote"
+    }
+}
+
+/// Archival refs on the trusted remote, read back with `git ls-remote`
+/// (SPEC "durable": a commit on a read-back archival ref is durable).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RemoteRefs {
+    /// The trusted remote's name in the repository's config.
+    pub remote: String,
+    /// The URL lease pushed to and read back from.
+    pub url: String,
+    /// Remote ref name (`refs/lease/archive/<id>/head`, ...) -> the exact
+    /// commit read back there.
+    pub refs: BTreeMap<String, String>,
+    /// When the readback matched (RFC 3339 UTC).
+    pub read_back_at: String,
+}
+
+/// What `retire --delete-branch` did with the task branch.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BranchCleanup {
+    /// The branch's short name.
+    pub name: String,
+    /// Its tip before lease touched it (the old value of the guarded delete).
+    pub old_tip: Option<String>,
+    /// True if `git update-ref -d` deleted it.
+    pub deleted: bool,
+    /// Why it was kept, if it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<HoldReason>,
+    /// What was found.
+    pub detail: String,
 }
 
 /// One held retire.
@@ -300,6 +345,10 @@ pub struct Tombstone {
     pub free_after: u64,
     /// The evidence the gates saw (HEAD, archive, git version, ...).
     pub evidence: serde_json::Value,
+    /// `retire --delete-branch`: the task branch, its old tip and whether it
+    /// was deleted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub branch: Option<BranchCleanup>,
 }
 
 /// The registry entry of one worktree (SPEC/Record).

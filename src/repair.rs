@@ -603,6 +603,7 @@ pub fn apply(reg: Option<&Registry>, git: &Git, plan: RepairPlan) -> Result<Repa
                 "head": report.plan.head,
                 "archive": rec.archive.as_ref().map(|a| a.location.clone()),
             }),
+            branch: None,
         };
         let t2 = tomb.clone();
         reg.update(&rec.id, |r| {

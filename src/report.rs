@@ -3,7 +3,7 @@
 use serde::Serialize;
 
 use crate::plan::{Disposition, Hold, HoldReason};
-use crate::registry::{Archive, Tombstone};
+use crate::registry::{Archive, BranchCleanup, Tombstone};
 
 /// The outcome of retiring one target.
 #[derive(Debug, Clone, Serialize)]
@@ -26,6 +26,10 @@ pub struct TargetReport {
     pub archive: Option<Archive>,
     /// The tombstone, if removed.
     pub tombstone: Option<Tombstone>,
+    /// `--delete-branch`: what happened to the task branch (a kept branch
+    /// carries its reason code; the exit status is then 1).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub branch: Option<BranchCleanup>,
     /// An error lease hit while deciding (the target then counts as failed, exit 3).
     pub error: Option<String>,
 }
@@ -43,6 +47,7 @@ impl TargetReport {
             unique_commits: 0,
             archive: None,
             tombstone: None,
+            branch: None,
             error: None,
         }
     }

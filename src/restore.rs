@@ -11,13 +11,19 @@
 //!   `<branch>-restored-<id prefix>`, or `branch-moved` when demanded.
 //! - One-shot: a receipt goes into the archive record; a second restore
 //!   refuses (`already-restored`) unless `--again`.
+//! - An archive of archival refs only (`retire --archive remote`) is read
+//!   back with `git ls-remote` (exact commits) and fetched by URL.
+//! - `lease archive drop` deletes an archive only when every tip it holds is
+//!   reachable from a branch of the trusted remote confirmed now with
+//!   `git ls-remote` (stricter than retire's durable ref: the archive may be
+//!   the last copy), or with `--unreachable-ok`, written to the audit log.
 
 use std::fs;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, IoResultExt, Result};
 use crate::git::{self, Git, RepoGit};
 use crate::plan::HoldReason;
 use crate::registry::{Archive, Record, Registry};
@@ -69,12 +75,16 @@ pub struct ArchiveEntry {
     pub tip: String,
     /// Commits in the bundle.
     pub commits: u64,
-    /// Size of the bundle file in bytes, if it is still there.
+    /// `bundle`, `remote` or `both`.
+    pub kind: String,
+    /// Size of the bundle file in bytes, if there is one and it is still there.
     pub size: Option<u64>,
     /// Recorded sha256.
     pub sha256: String,
-    /// The bundle path.
+    /// The bundle path (for `remote`, the remote's URL).
     pub location: String,
+    /// Archival refs on the trusted remote and their commits.
+    pub remote_refs: std::collections::BTreeMap<String, String>,
     /// Restores made from it.
     pub receipts: Vec<serde_json::Value>,
 }
@@ -91,11 +101,30 @@ fn archive_of(rec: &Record) -> Result<&Archive> {
         .ok_or_else(|| Error::Usage(format!("record {} has no archive", rec.id)))
 }
 
-/// Re-verifies the archive of `rec`: sha256 of the file, its header names
-/// the recorded refs, its prerequisites are in the repository, then unbundle
-/// with fsck in a scratch repository. Every failure is `archive-unverified`.
+/// Re-verifies the archive of `rec`: its archival refs, if any, read back at
+/// their exact commits; its bundle, if any, by sha256, header, prerequisites
+/// and an unbundle with fsck (`archive-unverified` on any failure).
 pub fn verify_archive(reg: &Registry, rg: &RepoGit, rec: &Record) -> Result<()> {
     let a = archive_of(rec)?;
+    if let Some(r) = &a.remote {
+        let listed = crate::retire::read_back(rg, Path::new(&rec.repo), &r.url, &r.refs)?;
+        crate::plan::check_readback(&r.refs, &listed).map_err(|h| {
+            Error::refused(
+                HoldReason::ArchiveUnverified,
+                format!("`{}`: {}", r.url, h.detail),
+            )
+        })?;
+    }
+    if a.has_bundle() {
+        verify_bundle_of(reg, rg, rec, a)?;
+    }
+    Ok(())
+}
+
+/// Re-verifies the bundle of `rec`: sha256 of the file, its header names
+/// the recorded refs, its prerequisites are in the repository, then unbundle
+/// with fsck in a scratch repository. Every failure is `archive-unverified`.
+fn verify_bundle_of(reg: &Registry, rg: &RepoGit, rec: &Record, a: &Archive) -> Result<()> {
     let bundle = Path::new(&a.location);
     let unverified = |what: String| {
         Error::refused(
@@ -187,9 +216,18 @@ pub fn archives() -> Result<Vec<ArchiveEntry>> {
             branch: r.branch.clone(),
             tip: a.tip.clone(),
             commits: a.commits,
-            size: fs::metadata(&a.location).ok().map(|m| m.len()),
+            kind: a.kind.clone(),
+            size: a
+                .has_bundle()
+                .then(|| fs::metadata(&a.location).ok().map(|m| m.len()))
+                .flatten(),
             sha256: a.sha256.clone(),
             location: a.location.clone(),
+            remote_refs: a
+                .remote
+                .as_ref()
+                .map(|r| r.refs.clone())
+                .unwrap_or_default(),
             receipts: a.receipts.clone(),
         });
     }
@@ -308,6 +346,14 @@ pub fn restore(req: &RestoreRequest) -> Result<RestoreReport> {
     let branch = choose_branch(&rg, &repo, &rec, req.branch.as_deref(), &tip)?;
     verify_archive(&reg, &rg, &rec)?;
     let fetched = format!("refs/lease/restore/{}", rec.id);
+    // From the bundle when there is one, else by URL from the archival ref.
+    let (source, head) = match (&a.remote, a.has_bundle()) {
+        (Some(r), false) => (
+            r.url.clone(),
+            crate::retire::archival_ref(&rec.id, &head_ref(&rec.id)),
+        ),
+        _ => (a.location.clone(), head_ref(&rec.id)),
+    };
     rg.cmd(&repo)
         .args([
             "-c",
@@ -318,10 +364,11 @@ pub fn restore(req: &RestoreRequest) -> Result<RestoreReport> {
             "--no-tags",
             "--no-write-fetch-head",
             "--no-recurse-submodules",
+            "--upload-pack=git-upload-pack",
             "--",
         ])
-        .arg(&a.location)
-        .arg(format!("{}:{fetched}", head_ref(&rec.id)))
+        .arg(&source)
+        .arg(format!("{head}:{fetched}"))
         .run()?;
     let at = rg
         .cmd(&repo)
@@ -376,4 +423,249 @@ pub fn restore(req: &RestoreRequest) -> Result<RestoreReport> {
         fetched_ref: fetched,
         bundle: a.location.clone(),
     })
+}
+
+/// What `lease archive drop` did.
+#[derive(Debug, Clone, Serialize)]
+pub struct DropReport {
+    /// The record whose archive was dropped.
+    pub id: String,
+    /// `bundle`, `remote` or `both`.
+    pub kind: String,
+    /// The bundle path (for `remote`, the URL).
+    pub location: String,
+    /// The archived tips.
+    pub tips: Vec<String>,
+    /// Tips not reachable from a confirmed branch of the trusted remote
+    /// (non-empty only with `--unreachable-ok`).
+    pub unreachable: Vec<String>,
+    /// Archival refs deleted on the remote.
+    pub remote_refs_deleted: Vec<String>,
+}
+
+/// The archived tips of `a`: every ref it names, and its HEAD.
+fn tips_of(a: &Archive) -> Vec<String> {
+    let mut tips: Vec<String> = Vec::new();
+    for oid in a.refs.values().chain(std::iter::once(&a.tip)) {
+        if !oid.is_empty() && !tips.contains(oid) {
+            tips.push(oid.clone());
+        }
+    }
+    tips
+}
+
+/// The tips not reachable now from a branch of the trusted remote, as
+/// `git ls-remote` lists them and this repository has them (a tip or head
+/// the repository lacks proves nothing, so the tip counts as unreachable).
+fn unreachable_tips(
+    rg: &RepoGit,
+    repo: &Path,
+    rec: &Record,
+    tips: &[String],
+) -> Result<Vec<String>> {
+    let Some(remote) = crate::retire::trusted_remote(rg, repo, rec.branch.as_deref())? else {
+        return Ok(tips.to_vec());
+    };
+    let url = rg.remote_url(repo, &remote)?;
+    let has = |oid: &str| -> Result<bool> {
+        Ok(rg
+            .cmd(repo)
+            .args(["cat-file", "-e"])
+            .arg(format!("{oid}^{{commit}}"))
+            .output()?
+            .ok)
+    };
+    let mut heads: Vec<String> = Vec::new();
+    for (oid, name) in rg.ls_remote(repo, &url, &[])? {
+        if name.starts_with("refs/heads/") && !heads.contains(&oid) && has(&oid)? {
+            heads.push(oid);
+        }
+    }
+    let mut present: Vec<String> = Vec::new();
+    let mut missing: Vec<String> = Vec::new();
+    for t in tips {
+        if has(t)? {
+            present.push(t.clone());
+        } else {
+            missing.push(t.clone());
+        }
+    }
+    if !present.is_empty() {
+        let mut c = rg.cmd(repo);
+        c.arg("rev-list")
+            .args(&present)
+            .arg("--not")
+            .args(&heads)
+            .arg("--");
+        let unreached = git::parse_oids(&c.probe()?);
+        missing.extend(present.into_iter().filter(|t| unreached.contains(t)));
+    }
+    Ok(missing)
+}
+
+/// `lease archive drop ID [--unreachable-ok]`.
+pub fn drop(id: &str, unreachable_ok: bool) -> Result<DropReport> {
+    use crate::audit::{Audit, Event};
+    let (reg, git, rec) = open(id)?;
+    let a = archive_of(&rec)?.clone();
+    let repo = PathBuf::from(&rec.repo);
+    let tips = tips_of(&a);
+    let rg = if repo.is_dir() {
+        Some(git.repo(&repo)?)
+    } else {
+        None
+    };
+    let unreachable = match &rg {
+        Some(rg) => unreachable_tips(rg, &repo, &rec, &tips)?,
+        None if unreachable_ok => tips.clone(),
+        None => {
+            return Err(Error::refused(
+                HoldReason::RepoMissing,
+                format!(
+                    "repository `{}` is gone; nothing can be proven",
+                    repo.display()
+                ),
+            ));
+        }
+    };
+    let audit = Audit::new(reg.root());
+    if let Err(h) = crate::plan::gate_archive_droppable(&unreachable)
+        && !unreachable_ok
+    {
+        audit.append(&Event {
+            event: "archive-drop-held".into(),
+            id: rec.id.clone(),
+            from: None,
+            to: None,
+            reasons: vec![h.reason],
+            detail: vec![h.detail.clone()],
+        })?;
+        return Err(Error::refused(
+            h.reason,
+            format!(
+                "{}; nothing was deleted (fetch first if the remote has commits this repository lacks)",
+                h.detail
+            ),
+        ));
+    }
+    // A bundle is deleted only from its own directory under the state root.
+    let bundle = a.has_bundle().then(|| PathBuf::from(&a.location));
+    if let Some(b) = &bundle
+        && b.parent() != Some(reg.root().archives().join(&rec.id).as_path())
+    {
+        return Err(Error::refused(
+            HoldReason::ArchiveUnverified,
+            format!(
+                "`{}` is not in this record's archive directory; nothing was deleted",
+                b.display()
+            ),
+        ));
+    }
+    let mut remote_refs_deleted = Vec::new();
+    if let (Some(r), Some(rg)) = (&a.remote, &rg) {
+        remote_refs_deleted = drop_remote_refs(rg, &repo, r)?;
+    }
+    let dropped_id = rec.id.clone();
+    reg.update(&dropped_id, |r| {
+        if r.archive.as_ref() != Some(&a) {
+            return Err(Error::refused(
+                HoldReason::RetireInProgress,
+                "the archive changed while it was being dropped; run the drop again",
+            ));
+        }
+        r.archive = None;
+        Ok(())
+    })?;
+    let mut detail = vec![a.kind.clone(), a.location.clone(), a.sha256.clone()];
+    detail.extend(tips.iter().map(|t| format!("tip {t}")));
+    if !unreachable.is_empty() {
+        detail.push(format!(
+            "unreachable-ok: dropped {} commit(s) reachable from no durable ref: {}",
+            unreachable.len(),
+            unreachable.join(", ")
+        ));
+    }
+    audit.append(&Event {
+        event: "archive-dropped".into(),
+        id: dropped_id.clone(),
+        from: None,
+        to: None,
+        reasons: if unreachable.is_empty() {
+            vec![]
+        } else {
+            vec![HoldReason::ArchiveUnreachable]
+        },
+        detail,
+    })?;
+    if let Some(b) = &bundle {
+        if let Err(e) = fs::remove_file(b)
+            && e.kind() != std::io::ErrorKind::NotFound
+        {
+            return Err(e).at_do("cannot delete", b);
+        }
+        if let Some(dir) = b.parent() {
+            let _ = fs::remove_dir(dir); // only if empty
+            let _ = crate::paths::sync_dir(&reg.root().archives());
+        }
+    }
+    Ok(DropReport {
+        id: dropped_id,
+        kind: a.kind.clone(),
+        location: a.location.clone(),
+        tips,
+        unreachable,
+        remote_refs_deleted,
+    })
+}
+
+/// Deletes the archival refs of `r` still at their recorded commits, with a
+/// push guarded by `--force-with-lease=<ref>:<oid>`. A ref already gone is
+/// skipped; one at another commit holds (`archive-push-failed`).
+fn drop_remote_refs(
+    rg: &RepoGit,
+    repo: &Path,
+    r: &crate::registry::RemoteRefs,
+) -> Result<Vec<String>> {
+    let listed = crate::retire::read_back(rg, repo, &r.url, &r.refs)?;
+    let mut doomed: Vec<(String, String)> = Vec::new();
+    for (name, oid) in &r.refs {
+        match listed.iter().find(|(_, n)| n == name) {
+            None => {}
+            Some((got, _)) if got == oid => doomed.push((name.clone(), oid.clone())),
+            Some((got, _)) => {
+                return Err(Error::refused(
+                    HoldReason::ArchivePushFailed,
+                    format!(
+                        "`{name}` on `{}` is at {got}, not the archived {oid}; nothing was deleted",
+                        r.url
+                    ),
+                ));
+            }
+        }
+    }
+    if doomed.is_empty() {
+        return Ok(Vec::new());
+    }
+    let opts: Vec<String> = doomed
+        .iter()
+        .map(|(n, o)| format!("--force-with-lease={n}:{o}"))
+        .collect();
+    let out = crate::retire::push_by_url(
+        rg,
+        repo,
+        &r.url,
+        &opts,
+        doomed.iter().map(|(n, _)| format!(":{n}")),
+    )?;
+    if !out.ok {
+        return Err(Error::refused(
+            HoldReason::ArchivePushFailed,
+            format!(
+                "cannot delete the archival refs on `{}`: {}; nothing was deleted locally",
+                r.url,
+                out.error()
+            ),
+        ));
+    }
+    Ok(doomed.into_iter().map(|(n, _)| n).collect())
 }

@@ -24,7 +24,6 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
-use crate::audit::{Audit, Event};
 use crate::error::{Error, IoResultExt, Result};
 use crate::git::{self, Git, RepoGit};
 use crate::plan::{self, Disposition, Hold, HoldReason, StateGate};
@@ -32,9 +31,12 @@ use crate::registry::{Archive, Loaded, Record, Registry, State, Tombstone};
 use crate::report::TargetReport;
 
 mod archive;
+mod branch;
+mod remote;
 
-use archive::{archive_outside, bundle_changed};
+use archive::bundle_changed;
 pub(crate) use archive::{fd_sha256, read_header, verify_bundle};
+pub(crate) use remote::{archival_ref, push as push_by_url, read_back};
 
 /// Files in a worktree's admin directory that mean an operation is in progress.
 const OPS: &[&str] = &[
@@ -50,6 +52,30 @@ const OPS: &[&str] = &[
 /// Per-worktree ref namespaces git deletes with the worktree (git-worktree(1) REFS).
 const PRIVATE_REFS: &[&str] = &["refs/worktree/", "refs/bisect/", "refs/rewritten/"];
 
+/// Where gate 6 archives commits that are not durable (`--archive`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ArchiveMode {
+    /// A verified bundle under the state root.
+    #[default]
+    Bundle,
+    /// Archival refs pushed to the trusted remote and read back.
+    Remote,
+    /// Both a bundle and archival refs.
+    Both,
+}
+
+impl ArchiveMode {
+    /// True if this mode writes a bundle.
+    pub fn bundle(self) -> bool {
+        self != ArchiveMode::Remote
+    }
+    /// True if this mode pushes archival refs.
+    pub fn remote(self) -> bool {
+        self != ArchiveMode::Bundle
+    }
+}
+
 /// Runs retires against one registry with one git.
 #[derive(Debug)]
 pub struct Engine {
@@ -58,6 +84,10 @@ pub struct Engine {
     dry_run: bool,
     /// Declared rebuildable output paths (relative to each worktree's top).
     rebuildable: Vec<Vec<u8>>,
+    /// Where unique commits are archived.
+    archive_mode: ArchiveMode,
+    /// `--delete-branch`: delete the task branch after a removal, with proof.
+    delete_branch: bool,
 }
 
 /// Everything the later gates need once gates 1 to 3 passed.
@@ -86,7 +116,23 @@ impl Engine {
             git,
             dry_run,
             rebuildable: Vec::new(),
+            archive_mode: ArchiveMode::default(),
+            delete_branch: false,
         }
+    }
+
+    /// Sets where unique commits are archived (default: a bundle).
+    pub fn with_archive_mode(mut self, mode: ArchiveMode) -> Engine {
+        self.archive_mode = mode;
+        self
+    }
+
+    /// Asks for the task branch to be deleted after a removal, only when its
+    /// tip is proven (durable, or in the verified archive) and it is checked
+    /// out nowhere.
+    pub fn with_delete_branch(mut self, delete: bool) -> Engine {
+        self.delete_branch = delete;
+        self
     }
 
     /// Declares output paths (relative to a worktree's top, normal) that are
@@ -209,39 +255,29 @@ impl Engine {
             report.detail.push(if reach.unique.is_empty() {
                 "every commit is durable; would remove".to_string()
             } else {
+                let into = match self.archive_mode {
+                    ArchiveMode::Bundle => "a bundle",
+                    ArchiveMode::Remote => "archival refs on the trusted remote",
+                    ArchiveMode::Both => "a bundle and archival refs on the trusted remote",
+                };
                 format!(
-                    "would archive {} commit(s) into a bundle, then remove",
+                    "would archive {} commit(s) into {into}, then remove",
                     reach.unique.len()
                 )
             });
+            if self.delete_branch {
+                report.detail.push(
+                    "would then delete the task branch if its tip is proven and checked out nowhere"
+                        .to_string(),
+                );
+            }
             return Ok(Ok(()));
         }
         let archive = if reach.unique.is_empty() {
             None
         } else {
-            if let Err(h) = archive_outside(self.reg.root(), &held.inventory) {
-                return Ok(Err(vec![h]));
-            }
-            match self.archive(&held.rg, &held.rec, &reach) {
-                Ok((a, file)) => {
-                    held.bundle = Some(file);
-                    let id = held.rec.id.clone();
-                    let a2 = a.clone();
-                    self.reg.update(&id, |r| {
-                        r.archive = Some(a2);
-                        Ok(())
-                    })?;
-                    Audit::new(self.reg.root()).append(&Event {
-                        event: "archived".into(),
-                        id: id.clone(),
-                        from: None,
-                        to: None,
-                        reasons: vec![],
-                        detail: vec![a.location.clone(), a.sha256.clone()],
-                    })?;
-                    held.rec = self.reg.get(&id)?;
-                    Some(a)
-                }
+            match self.archive_all(&mut held, &reach)? {
+                Ok(a) => Some(a),
                 Err(h) => return Ok(Err(vec![h])),
             }
         };
@@ -566,7 +602,8 @@ impl Engine {
                 .output()?
                 .stdout,
         );
-        let durable = self.durable_ref(rg, rec)?;
+        let remote = trusted_remote(rg, Path::new(&rec.repo), rec.branch.as_deref())?;
+        let durable = durable_ref(rg, Path::new(&rec.repo), remote.as_deref())?;
         let mut tips: Vec<(String, String)> = Vec::new();
         if !head.is_empty() {
             tips.push((format!("refs/lease/{}/head", rec.id), head.clone()));
@@ -657,57 +694,10 @@ impl Engine {
         Ok(Reach {
             head,
             durable,
+            remote,
             tips: kept,
             unique,
         })
-    }
-
-    /// The trusted remote's default-branch tracking ref and its commit
-    /// (SPEC/Words "durable"): `origin` if it exists, else the branch's
-    /// upstream remote; `refs/remotes/<r>/HEAD`, else `main`, else `master`.
-    fn durable_ref(&self, rg: &RepoGit, rec: &Record) -> Result<Option<(String, String)>> {
-        // Refs are read in the common git dir: a per-worktree ref is never durable.
-        let common = PathBuf::from(&rec.repo);
-        let remotes = rg.cmd(&common).arg("remote").probe()?;
-        let remotes: Vec<String> = String::from_utf8_lossy(&remotes)
-            .lines()
-            .map(str::to_string)
-            .collect();
-        let remote = if remotes.iter().any(|r| r == "origin") {
-            Some("origin".to_string())
-        } else if let Some(b) = &rec.branch {
-            let up = rg
-                .cmd(&common)
-                .args(["for-each-ref", "--format=%(upstream:remotename)"])
-                .arg(format!("refs/heads/{b}"))
-                .probe()?;
-            Some(git::first_line(&up)).filter(|r| !r.is_empty() && remotes.contains(r))
-        } else {
-            None
-        };
-        let Some(remote) = remote else {
-            return Ok(None);
-        };
-        for name in ["HEAD", "main", "master"] {
-            let r = format!("refs/remotes/{remote}/{name}");
-            // A symbolic tracking ref counts only if it stays among the
-            // remote's own tracking refs (not, say, `refs/worktree/wip`).
-            let sym = rg.cmd(&common).args(["symbolic-ref", "-q", &r]).output()?;
-            if sym.ok
-                && !git::first_line(&sym.stdout).starts_with(&format!("refs/remotes/{remote}/"))
-            {
-                continue;
-            }
-            let out = rg
-                .cmd(&common)
-                .args(["rev-parse", "--verify", "-q"])
-                .arg(format!("{r}^{{commit}}"))
-                .output()?;
-            if out.ok {
-                return Ok(Some((r, git::first_line(&out.stdout))));
-            }
-        }
-        Ok(None)
     }
 
     /// Gate 7: HEAD, status, the bundle's sha256 and the record are unchanged.
@@ -739,7 +729,10 @@ impl Engine {
         if let Err(holds) = plan::gate_inventory(&walk, &[]) {
             return Ok(Err(holds));
         }
-        if let Some(h) = archive.and_then(|a| bundle_changed(a, held.bundle.as_ref())) {
+        if let Some(h) = archive
+            .filter(|a| a.has_bundle())
+            .and_then(|a| bundle_changed(a, held.bundle.as_ref()))
+        {
             return Ok(Err(vec![h]));
         }
         if self.reg.get(&held.rec.id)? != held.rec {
@@ -768,7 +761,7 @@ impl Engine {
         // Identity once more, right before git deletes by path.
         let wt_id = held.rec.worktree.clone().expect("gate 2 saw a worktree");
         let again = self.gate_identity(&held.rg, &held.rec).and_then(|_| {
-            let archive = held.rec.archive.as_ref();
+            let archive = report.archive.as_ref().filter(|a| a.has_bundle());
             match archive.and_then(|a| bundle_changed(a, held.bundle.as_ref())) {
                 Some(h) => Err(h),
                 None => Ok(()),
@@ -809,6 +802,11 @@ impl Engine {
             }
             return Ok(Err(vec![Hold::new(HoldReason::GitFailed, detail)]));
         }
+        let branch = if self.delete_branch {
+            self.clean_branch(held, reach, report.archive.as_ref())?
+        } else {
+            None
+        };
         let tomb = Tombstone {
             path: wt_id.path.clone(),
             id: id.clone(),
@@ -822,8 +820,10 @@ impl Engine {
                 "unique_commits": reach.unique.len(),
                 "rebuildable_deleted": held.rebuildable.iter().map(|p| crate::report::lossless(p)).collect::<Vec<_>>(),
                 "archive": held.rec.archive.as_ref().map(|a| a.location.clone()),
+                "archival_refs": report.archive.as_ref().and_then(|a| a.remote.as_ref()).map(|r| serde_json::json!({"url": r.url, "refs": r.refs})),
                 "git": {"path": self.git.path().to_string_lossy(), "version": self.git.version()},
             }),
+            branch: branch.clone(),
         };
         let t2 = tomb.clone();
         self.reg.update(&id, |r| {
@@ -837,6 +837,7 @@ impl Engine {
         drop(held.lock.take());
         report.disposition = Disposition::Removed;
         report.tombstone = Some(tomb);
+        report.branch = branch;
         Ok(Ok(()))
     }
 
@@ -874,11 +875,70 @@ impl Engine {
     }
 }
 
+/// The trusted remote (SPEC/Words): `origin` if it exists, else the
+/// upstream remote of `branch`, else none. Read in the common git dir.
+pub(crate) fn trusted_remote(
+    rg: &RepoGit,
+    common: &Path,
+    branch: Option<&str>,
+) -> Result<Option<String>> {
+    let remotes = rg.cmd(common).arg("remote").probe()?;
+    let remotes: Vec<String> = String::from_utf8_lossy(&remotes)
+        .lines()
+        .map(str::to_string)
+        .collect();
+    if remotes.iter().any(|r| r == "origin") {
+        return Ok(Some("origin".to_string()));
+    }
+    let Some(b) = branch else {
+        return Ok(None);
+    };
+    let up = rg
+        .cmd(common)
+        .args(["for-each-ref", "--format=%(upstream:remotename)"])
+        .arg(format!("refs/heads/{b}"))
+        .probe()?;
+    Ok(Some(git::first_line(&up)).filter(|r| !r.is_empty() && remotes.contains(r)))
+}
+
+/// The trusted remote's default-branch tracking ref and its commit (SPEC
+/// "durable"): `refs/remotes/<r>/HEAD`, else `main`, else `master`. Refs are
+/// read in the common git dir: a per-worktree ref is never durable.
+pub(crate) fn durable_ref(
+    rg: &RepoGit,
+    common: &Path,
+    remote: Option<&str>,
+) -> Result<Option<(String, String)>> {
+    let Some(remote) = remote else {
+        return Ok(None);
+    };
+    for name in ["HEAD", "main", "master"] {
+        let r = format!("refs/remotes/{remote}/{name}");
+        // A symbolic tracking ref counts only if it stays among the
+        // remote's own tracking refs (not, say, `refs/worktree/wip`).
+        let sym = rg.cmd(common).args(["symbolic-ref", "-q", &r]).output()?;
+        if sym.ok && !git::first_line(&sym.stdout).starts_with(&format!("refs/remotes/{remote}/")) {
+            continue;
+        }
+        let out = rg
+            .cmd(common)
+            .args(["rev-parse", "--verify", "-q"])
+            .arg(format!("{r}^{{commit}}"))
+            .output()?;
+        if out.ok {
+            return Ok(Some((r, git::first_line(&out.stdout))));
+        }
+    }
+    Ok(None)
+}
+
 /// What gate 6 found.
 #[derive(Debug)]
 struct Reach {
     head: String,
     durable: Option<(String, String)>,
+    /// The trusted remote's name, if there is one.
+    remote: Option<String>,
     /// Bundle ref name and commit, one per non-durable tip.
     tips: Vec<(String, String)>,
     unique: Vec<String>,

@@ -61,11 +61,17 @@ _lease() {
             lease,show)
                 cmd="lease__subcmd__show"
                 ;;
+            lease__subcmd__archive,drop)
+                cmd="lease__subcmd__archive__subcmd__drop"
+                ;;
             lease__subcmd__archive,help)
                 cmd="lease__subcmd__archive__subcmd__help"
                 ;;
             lease__subcmd__archive,verify)
                 cmd="lease__subcmd__archive__subcmd__verify"
+                ;;
+            lease__subcmd__archive__subcmd__help,drop)
+                cmd="lease__subcmd__archive__subcmd__help__subcmd__drop"
                 ;;
             lease__subcmd__archive__subcmd__help,help)
                 cmd="lease__subcmd__archive__subcmd__help__subcmd__help"
@@ -118,6 +124,9 @@ _lease() {
             lease__subcmd__help,show)
                 cmd="lease__subcmd__help__subcmd__show"
                 ;;
+            lease__subcmd__help__subcmd__archive,drop)
+                cmd="lease__subcmd__help__subcmd__archive__subcmd__drop"
+                ;;
             lease__subcmd__help__subcmd__archive,verify)
                 cmd="lease__subcmd__help__subcmd__archive__subcmd__verify"
                 ;;
@@ -146,7 +155,7 @@ _lease() {
             return 0
             ;;
         lease__subcmd__archive)
-            opts="-v -q -h --verbose --quiet --log-format --help verify help"
+            opts="-v -q -h --verbose --quiet --log-format --help verify drop help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -163,9 +172,41 @@ _lease() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        lease__subcmd__archive__subcmd__help)
-            opts="verify help"
+        lease__subcmd__archive__subcmd__drop)
+            opts="-v -q -h --unreachable-ok --json --verbose --quiet --log-format --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        lease__subcmd__archive__subcmd__help)
+            opts="verify drop help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        lease__subcmd__archive__subcmd__help__subcmd__drop)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -328,8 +369,22 @@ _lease() {
             return 0
             ;;
         lease__subcmd__help__subcmd__archive)
-            opts="verify"
+            opts="verify drop"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        lease__subcmd__help__subcmd__archive__subcmd__drop)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -640,12 +695,16 @@ _lease() {
             return 0
             ;;
         lease__subcmd__reap)
-            opts="-v -q -h --dry-run --apply --json --verbose --quiet --log-format --help"
+            opts="-v -q -h --dry-run --apply --archive --json --verbose --quiet --log-format --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --archive)
+                    COMPREPLY=($(compgen -W "bundle remote both" -- "${cur}"))
+                    return 0
+                    ;;
                 --log-format)
                     COMPREPLY=($(compgen -W "text json" -- "${cur}"))
                     return 0
@@ -720,7 +779,7 @@ _lease() {
             return 0
             ;;
         lease__subcmd__retire)
-            opts="-v -q -h --all --dry-run --rebuildable --json --verbose --quiet --log-format --help"
+            opts="-v -q -h --all --dry-run --rebuildable --archive --delete-branch --json --verbose --quiet --log-format --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -728,6 +787,10 @@ _lease() {
             case "${prev}" in
                 --rebuildable)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --archive)
+                    COMPREPLY=($(compgen -W "bundle remote both" -- "${cur}"))
                     return 0
                     ;;
                 --log-format)

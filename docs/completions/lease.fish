@@ -61,10 +61,14 @@ complete -c lease -n "__fish_lease_using_subcommand exec" -s v -l verbose -d 'Lo
 complete -c lease -n "__fish_lease_using_subcommand exec" -s q -l quiet -d 'Log less to stderr (-q errors only, -qq nothing)'
 complete -c lease -n "__fish_lease_using_subcommand exec" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c lease -n "__fish_lease_using_subcommand retire" -l rebuildable -d 'Output path (relative to the worktree top, e.g. `target`) declared rebuildable: ignored files there do not hold and are deleted by lease (also `$LEASE_REBUILDABLE`, `:`-separated)' -r
+complete -c lease -n "__fish_lease_using_subcommand retire" -l archive -d 'Where commits that are not durable are archived: a verified bundle under the state root, archival refs pushed to the trusted remote and read back, or both' -r -f -a "bundle\t'A verified bundle under the state root'
+remote\t'Archival refs pushed to the trusted remote and read back'
+both\t'Both a bundle and archival refs'"
 complete -c lease -n "__fish_lease_using_subcommand retire" -l log-format -d 'Log line format on stderr (RUST_LOG, when set, chooses what is logged)' -r -f -a "text\t'Human-readable lines'
 json\t'One JSON object per line, for machines'"
 complete -c lease -n "__fish_lease_using_subcommand retire" -l all -d 'Every terminal or interrupted record'
 complete -c lease -n "__fish_lease_using_subcommand retire" -l dry-run -d 'Say what would happen; change nothing, take no lock'
+complete -c lease -n "__fish_lease_using_subcommand retire" -l delete-branch -d 'After a removal, delete the task branch if its tip is durable or archived and it is checked out nowhere (kept otherwise, exit 1)'
 complete -c lease -n "__fish_lease_using_subcommand retire" -l json -d 'Print the report as JSON'
 complete -c lease -n "__fish_lease_using_subcommand retire" -s v -l verbose -d 'Log more to stderr (-v info, -vv debug, -vvv trace; default warn)'
 complete -c lease -n "__fish_lease_using_subcommand retire" -s q -l quiet -d 'Log less to stderr (-q errors only, -qq nothing)'
@@ -96,6 +100,9 @@ complete -c lease -n "__fish_lease_using_subcommand release" -l json -d 'Print J
 complete -c lease -n "__fish_lease_using_subcommand release" -s v -l verbose -d 'Log more to stderr (-v info, -vv debug, -vvv trace; default warn)'
 complete -c lease -n "__fish_lease_using_subcommand release" -s q -l quiet -d 'Log less to stderr (-q errors only, -qq nothing)'
 complete -c lease -n "__fish_lease_using_subcommand release" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c lease -n "__fish_lease_using_subcommand reap" -l archive -d 'Where retires archive commits that are not durable (see `lease retire --archive`)' -r -f -a "bundle\t'A verified bundle under the state root'
+remote\t'Archival refs pushed to the trusted remote and read back'
+both\t'Both a bundle and archival refs'"
 complete -c lease -n "__fish_lease_using_subcommand reap" -l log-format -d 'Log line format on stderr (RUST_LOG, when set, chooses what is logged)' -r -f -a "text\t'Human-readable lines'
 json\t'One JSON object per line, for machines'"
 complete -c lease -n "__fish_lease_using_subcommand reap" -l dry-run -d 'Say what would happen; change nothing (the default)'
@@ -131,20 +138,29 @@ complete -c lease -n "__fish_lease_using_subcommand archives" -l json -d 'Print 
 complete -c lease -n "__fish_lease_using_subcommand archives" -s v -l verbose -d 'Log more to stderr (-v info, -vv debug, -vvv trace; default warn)'
 complete -c lease -n "__fish_lease_using_subcommand archives" -s q -l quiet -d 'Log less to stderr (-q errors only, -qq nothing)'
 complete -c lease -n "__fish_lease_using_subcommand archives" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c lease -n "__fish_lease_using_subcommand archive; and not __fish_seen_subcommand_from verify help" -l log-format -d 'Log line format on stderr (RUST_LOG, when set, chooses what is logged)' -r -f -a "text\t'Human-readable lines'
+complete -c lease -n "__fish_lease_using_subcommand archive; and not __fish_seen_subcommand_from verify drop help" -l log-format -d 'Log line format on stderr (RUST_LOG, when set, chooses what is logged)' -r -f -a "text\t'Human-readable lines'
 json\t'One JSON object per line, for machines'"
-complete -c lease -n "__fish_lease_using_subcommand archive; and not __fish_seen_subcommand_from verify help" -s v -l verbose -d 'Log more to stderr (-v info, -vv debug, -vvv trace; default warn)'
-complete -c lease -n "__fish_lease_using_subcommand archive; and not __fish_seen_subcommand_from verify help" -s q -l quiet -d 'Log less to stderr (-q errors only, -qq nothing)'
-complete -c lease -n "__fish_lease_using_subcommand archive; and not __fish_seen_subcommand_from verify help" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c lease -n "__fish_lease_using_subcommand archive; and not __fish_seen_subcommand_from verify help" -f -a "verify" -d 'Re-verify an archive (sha256, unbundle with fsck): exit 0 or 1'
-complete -c lease -n "__fish_lease_using_subcommand archive; and not __fish_seen_subcommand_from verify help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c lease -n "__fish_lease_using_subcommand archive; and not __fish_seen_subcommand_from verify drop help" -s v -l verbose -d 'Log more to stderr (-v info, -vv debug, -vvv trace; default warn)'
+complete -c lease -n "__fish_lease_using_subcommand archive; and not __fish_seen_subcommand_from verify drop help" -s q -l quiet -d 'Log less to stderr (-q errors only, -qq nothing)'
+complete -c lease -n "__fish_lease_using_subcommand archive; and not __fish_seen_subcommand_from verify drop help" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c lease -n "__fish_lease_using_subcommand archive; and not __fish_seen_subcommand_from verify drop help" -f -a "verify" -d 'Re-verify an archive (sha256, unbundle with fsck): exit 0 or 1'
+complete -c lease -n "__fish_lease_using_subcommand archive; and not __fish_seen_subcommand_from verify drop help" -f -a "drop" -d 'Delete an archive (bundle and archive record) once every commit it holds is reachable from the trusted remote\'s branches, confirmed with `git ls-remote`; held `archive-unreachable` otherwise (exit 1)'
+complete -c lease -n "__fish_lease_using_subcommand archive; and not __fish_seen_subcommand_from verify drop help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c lease -n "__fish_lease_using_subcommand archive; and __fish_seen_subcommand_from verify" -l log-format -d 'Log line format on stderr (RUST_LOG, when set, chooses what is logged)' -r -f -a "text\t'Human-readable lines'
 json\t'One JSON object per line, for machines'"
 complete -c lease -n "__fish_lease_using_subcommand archive; and __fish_seen_subcommand_from verify" -l json -d 'Print JSON'
 complete -c lease -n "__fish_lease_using_subcommand archive; and __fish_seen_subcommand_from verify" -s v -l verbose -d 'Log more to stderr (-v info, -vv debug, -vvv trace; default warn)'
 complete -c lease -n "__fish_lease_using_subcommand archive; and __fish_seen_subcommand_from verify" -s q -l quiet -d 'Log less to stderr (-q errors only, -qq nothing)'
 complete -c lease -n "__fish_lease_using_subcommand archive; and __fish_seen_subcommand_from verify" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c lease -n "__fish_lease_using_subcommand archive; and __fish_seen_subcommand_from drop" -l log-format -d 'Log line format on stderr (RUST_LOG, when set, chooses what is logged)' -r -f -a "text\t'Human-readable lines'
+json\t'One JSON object per line, for machines'"
+complete -c lease -n "__fish_lease_using_subcommand archive; and __fish_seen_subcommand_from drop" -l unreachable-ok -d 'Drop it even though some commits exist nowhere else (written to the audit log)'
+complete -c lease -n "__fish_lease_using_subcommand archive; and __fish_seen_subcommand_from drop" -l json -d 'Print JSON'
+complete -c lease -n "__fish_lease_using_subcommand archive; and __fish_seen_subcommand_from drop" -s v -l verbose -d 'Log more to stderr (-v info, -vv debug, -vvv trace; default warn)'
+complete -c lease -n "__fish_lease_using_subcommand archive; and __fish_seen_subcommand_from drop" -s q -l quiet -d 'Log less to stderr (-q errors only, -qq nothing)'
+complete -c lease -n "__fish_lease_using_subcommand archive; and __fish_seen_subcommand_from drop" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c lease -n "__fish_lease_using_subcommand archive; and __fish_seen_subcommand_from help" -f -a "verify" -d 'Re-verify an archive (sha256, unbundle with fsck): exit 0 or 1'
+complete -c lease -n "__fish_lease_using_subcommand archive; and __fish_seen_subcommand_from help" -f -a "drop" -d 'Delete an archive (bundle and archive record) once every commit it holds is reachable from the trusted remote\'s branches, confirmed with `git ls-remote`; held `archive-unreachable` otherwise (exit 1)'
 complete -c lease -n "__fish_lease_using_subcommand archive; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c lease -n "__fish_lease_using_subcommand metrics" -l out -d 'Write to FILE atomically (a temp file in its directory, then rename) instead of stdout' -r -F
 complete -c lease -n "__fish_lease_using_subcommand metrics" -l log-format -d 'Log line format on stderr (RUST_LOG, when set, chooses what is logged)' -r -f -a "text\t'Human-readable lines'
@@ -174,3 +190,4 @@ complete -c lease -n "__fish_lease_using_subcommand help; and not __fish_seen_su
 complete -c lease -n "__fish_lease_using_subcommand help; and not __fish_seen_subcommand_from exec retire list show hold release reap repair join restore archives archive metrics generate help" -f -a "generate" -d 'Write the man page and shell completions (for packagers and scripts/gen-docs)'
 complete -c lease -n "__fish_lease_using_subcommand help; and not __fish_seen_subcommand_from exec retire list show hold release reap repair join restore archives archive metrics generate help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c lease -n "__fish_lease_using_subcommand help; and __fish_seen_subcommand_from archive" -f -a "verify" -d 'Re-verify an archive (sha256, unbundle with fsck): exit 0 or 1'
+complete -c lease -n "__fish_lease_using_subcommand help; and __fish_seen_subcommand_from archive" -f -a "drop" -d 'Delete an archive (bundle and archive record) once every commit it holds is reachable from the trusted remote\'s branches, confirmed with `git ls-remote`; held `archive-unreachable` otherwise (exit 1)'

@@ -66,7 +66,11 @@ pub(super) fn archives(json: bool) -> Result<u8> {
             &a.id[..12.min(a.id.len())],
             &a.tip[..12.min(a.tip.len())],
             a.commits,
-            a.size.map_or("missing".to_string(), |s| s.to_string()),
+            match (a.size, a.kind.as_str()) {
+                (Some(s), _) => s.to_string(),
+                (None, "remote") => "remote".to_string(),
+                (None, _) => "missing".to_string(),
+            },
             a.receipts.len(),
             a.repository
         );
@@ -93,6 +97,35 @@ pub(super) fn verify(id: &str, json: bool) -> Result<u8> {
             &rec.id[..12.min(rec.id.len())],
             a.map(|a| a.location.as_str()).unwrap_or("-")
         );
+    }
+    Ok(exit::OK)
+}
+
+pub(super) fn drop(id: &str, unreachable_ok: bool, json: bool) -> Result<u8> {
+    let r = crate::restore::drop(id, unreachable_ok)?;
+    if json {
+        out!(
+            "{}",
+            serde_json::to_string_pretty(&r).expect("a report serializes")
+        );
+    } else {
+        out!(
+            "dropped the {} archive of {} (`{}`, {} tip(s))",
+            r.kind,
+            &r.id[..12.min(r.id.len())],
+            r.location,
+            r.tips.len()
+        );
+        for name in &r.remote_refs_deleted {
+            out!("  deleted `{name}` on the remote");
+        }
+        if !r.unreachable.is_empty() {
+            out!(
+                "  --unreachable-ok: {} commit(s) reachable from no durable ref are gone: {}",
+                r.unreachable.len(),
+                r.unreachable.join(", ")
+            );
+        }
     }
     Ok(exit::OK)
 }

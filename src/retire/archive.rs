@@ -7,13 +7,86 @@ use std::io::Read;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use super::{Engine, Reach};
+use super::{Engine, Held, Reach};
+use crate::audit::{Audit, Event};
 use crate::error::{IoResultExt, Result};
 use crate::git::{self, RepoGit};
 use crate::plan::{self, Hold, HoldReason};
 use crate::registry::{Archive, Record};
 
 impl Engine {
+    /// Gate 6's archive in the engine's mode: archival refs pushed and read
+    /// back first (a rejected push leaves no bundle behind), then the
+    /// bundle; the result goes into the record and the audit log.
+    pub(super) fn archive_all(
+        &self,
+        held: &mut Held,
+        reach: &Reach,
+    ) -> Result<Result<Archive, Hold>> {
+        let remote = if self.archive_mode.remote() {
+            match self.push_archive(&held.rg, &held.rec, reach) {
+                Ok(r) => Some(r),
+                Err(h) => return Ok(Err(h)),
+            }
+        } else {
+            None
+        };
+        let mut a = if self.archive_mode.bundle() {
+            if let Err(h) = archive_outside(self.reg.root(), &held.inventory) {
+                return Ok(Err(h));
+            }
+            match self.archive(&held.rg, &held.rec, reach) {
+                Ok((a, file)) => {
+                    held.bundle = Some(file);
+                    a
+                }
+                Err(h) => return Ok(Err(h)),
+            }
+        } else {
+            Archive {
+                kind: "remote".into(),
+                location: remote.as_ref().map(|r| r.url.clone()).unwrap_or_default(),
+                sha256: String::new(),
+                tip: reach.head.clone(),
+                commits: reach.unique.len() as u64,
+                refs: reach.tips.iter().cloned().collect(),
+                prerequisites: Vec::new(),
+                verified_at: crate::registry::now(),
+                receipts: Vec::new(),
+                remote: None,
+            }
+        };
+        if let Some(r) = remote {
+            if a.kind == "bundle" {
+                a.kind = "both".into();
+            }
+            a.remote = Some(r);
+        }
+        let id = held.rec.id.clone();
+        let a2 = a.clone();
+        self.reg.update(&id, |r| {
+            r.archive = Some(a2);
+            Ok(())
+        })?;
+        let mut detail = vec![a.kind.clone(), a.location.clone()];
+        if a.has_bundle() {
+            detail.push(a.sha256.clone());
+        }
+        if let Some(r) = &a.remote {
+            detail.extend(r.refs.iter().map(|(name, oid)| format!("{name} {oid}")));
+        }
+        Audit::new(self.reg.root()).append(&Event {
+            event: "archived".into(),
+            id: id.clone(),
+            from: None,
+            to: None,
+            reasons: vec![],
+            detail,
+        })?;
+        held.rec = self.reg.get(&id)?;
+        Ok(Ok(a))
+    }
+
     /// Builds the bundle in a scratch bare repository that borrows the
     /// source's objects, then verifies it in a second one (SPEC gate 6).
     pub(super) fn archive(
@@ -102,6 +175,7 @@ impl Engine {
             prerequisites: header.prerequisites,
             verified_at: crate::registry::now(),
             receipts: Vec::new(),
+            remote: None,
         };
         Ok((archive, file))
     }

@@ -11,6 +11,7 @@
 mod support;
 
 mod adversarial;
+mod archive;
 mod exec;
 mod list;
 mod logs;

@@ -1,0 +1,122 @@
+//! `retire --delete-branch`: after a removal, delete the task branch only on
+//! proof (SPEC issue 5, "branch cleanup only after proof").
+//!
+//! # Invariants
+//! - The branch is checked out in no worktree (`git worktree list
+//!   --porcelain -z`, read after the removal): `branch-checked-out`.
+//! - Its tip is proven: every commit reachable from it is reachable from
+//!   the durable ref or from the tips of the archive this retire verified
+//!   (bundle or read-back archival refs): `branch-unproven` otherwise.
+//! - Deleted with `git update-ref -d refs/heads/<b> <old tip>`: the old-value
+//!   guard refuses if the branch moved since the proof; never `branch -D`.
+//! - A kept branch does not undo the removal: the worktree is removed, the
+//!   report says why the branch was kept, and the exit status is 1.
+
+use std::path::PathBuf;
+
+use super::{Engine, Held, Reach};
+use crate::audit::{Audit, Event};
+use crate::error::Result;
+use crate::git;
+use crate::plan::{self, Hold, HoldReason};
+use crate::registry::{Archive, BranchCleanup};
+
+impl Engine {
+    /// Deletes the record's branch if proven; returns what happened, or
+    /// `None` when the record names no branch.
+    pub(super) fn clean_branch(
+        &self,
+        held: &Held,
+        reach: &Reach,
+        archive: Option<&Archive>,
+    ) -> Result<Option<BranchCleanup>> {
+        let Some(name) = held.rec.branch.clone() else {
+            return Ok(None);
+        };
+        let repo = PathBuf::from(&held.rec.repo);
+        let rg = &held.rg;
+        let full = format!("refs/heads/{name}");
+        let out = rg
+            .cmd(&repo)
+            .args(["rev-parse", "--verify", "-q"])
+            .arg(format!("{full}^{{commit}}"))
+            .output()?;
+        if !out.ok {
+            return Ok(Some(BranchCleanup {
+                name,
+                old_tip: None,
+                deleted: false,
+                reason: None,
+                detail: "the branch no longer exists".into(),
+            }));
+        }
+        let tip = git::first_line(&out.stdout);
+        let kept = |h: Hold| BranchCleanup {
+            name: name.clone(),
+            old_tip: Some(tip.clone()),
+            deleted: false,
+            reason: Some(h.reason),
+            detail: h.detail,
+        };
+        let list = rg.worktree_list(&repo)?;
+        let checked_out: Vec<String> = git::parse_worktrees(&list)
+            .into_iter()
+            .filter_map(|e| e.branch)
+            .map(|b| {
+                String::from_utf8_lossy(b.strip_prefix(b"refs/heads/").unwrap_or(&b)).into_owned()
+            })
+            .collect();
+        let outcome = if let Err(h) = plan::gate_branch_free(&name, &checked_out) {
+            kept(h)
+        } else {
+            let mut c = rg.cmd(&repo);
+            c.args(["rev-list", &tip, "--not"]);
+            if let Some((_, d)) = &reach.durable {
+                c.arg(d);
+            }
+            if let Some(a) = archive {
+                c.args(a.refs.values());
+                if let Some(r) = &a.remote {
+                    c.args(r.refs.values());
+                }
+            }
+            c.arg("--");
+            let unproven = git::parse_oids(&c.probe()?);
+            if let Err(h) = plan::gate_branch_proven(&name, &tip, &unproven) {
+                kept(h)
+            } else {
+                let del = rg
+                    .cmd(&repo)
+                    .args(["update-ref", "-d", &full, &tip])
+                    .output()?;
+                if del.ok {
+                    BranchCleanup {
+                        name: name.clone(),
+                        old_tip: Some(tip.clone()),
+                        deleted: true,
+                        reason: None,
+                        detail: format!("deleted `{full}` (was {tip})"),
+                    }
+                } else {
+                    kept(Hold::new(
+                        HoldReason::GitFailed,
+                        format!("git update-ref -d: {}", del.error()),
+                    ))
+                }
+            }
+        };
+        Audit::new(self.reg.root()).append(&Event {
+            event: if outcome.deleted {
+                "branch-deleted".into()
+            } else {
+                "branch-kept".into()
+            },
+            id: held.rec.id.clone(),
+            from: None,
+            to: None,
+            reasons: outcome.reason.into_iter().collect(),
+            detail: vec![full, tip, outcome.detail.clone()],
+        })?;
+        Ok(Some(outcome))
+    }
+}

@@ -1,0 +1,603 @@
+//! `lease archive drop`, archival refs on the trusted remote
+//! (`retire --archive remote|both`) and `retire --delete-branch`.
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use crate::support::*;
+
+/// `lease exec --branch BRANCH` whose command commits once; the after-exit
+/// retire archives the commit into a bundle and removes the worktree.
+/// Returns the record id and the archived tip.
+fn archived(env: &TestEnv, repo: &Path, branch: &str) -> (String, String) {
+    let o = env
+        .lease()
+        .current_dir(repo)
+        .args([
+            "exec",
+            "--branch",
+            branch,
+            "--",
+            "sh",
+            "-c",
+            "echo w > work.txt && git add work.txt && git commit -qm private-work",
+        ])
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+    let rec = env
+        .records()
+        .into_iter()
+        .find(|r| r["branch"] == branch && r["archive"].is_object())
+        .unwrap_or_else(|| panic!("no archived record: {}", stderr(&o)));
+    (
+        rec["id"].as_str().unwrap().to_string(),
+        rec["archive"]["tip"].as_str().unwrap().to_string(),
+    )
+}
+
+/// `lease exec --keep --branch BRANCH -- sh -c SCRIPT`, then `lease release`:
+/// a terminal record whose worktree is still there. Returns (id, worktree).
+fn kept(env: &TestEnv, repo: &Path, branch: &str, script: &str) -> (String, PathBuf) {
+    let o = env
+        .lease()
+        .current_dir(repo)
+        .args([
+            "exec", "--keep", "--branch", branch, "--", "sh", "-c", script,
+        ])
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+    let rec = env
+        .records()
+        .into_iter()
+        .find(|r| r["branch"] == branch && r["state"] == "retained")
+        .unwrap_or_else(|| panic!("no retained record: {}", stderr(&o)));
+    let id = rec["id"].as_str().unwrap().to_string();
+    assert_code(&env.lease().args(["release", &id]).output().unwrap(), 0);
+    let wt = PathBuf::from(rec["worktree"]["path"].as_str().unwrap());
+    (id, wt)
+}
+
+fn json(o: &std::process::Output) -> serde_json::Value {
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", stdout(o)))
+}
+
+/// The ref names and commits `git ls-remote` lists in `remote` under `prefix`.
+fn remote_refs(env: &TestEnv, remote: &Path, prefix: &str) -> Vec<(String, String)> {
+    env.git(&env.root, &["ls-remote", remote.to_str().unwrap()])
+        .lines()
+        .filter_map(|l| l.split_once('\t'))
+        .filter(|(_, r)| r.starts_with(prefix))
+        .map(|(o, r)| (r.to_string(), o.to_string()))
+        .collect()
+}
+
+fn branch_tip(env: &TestEnv, repo: &Path, branch: &str) -> Option<String> {
+    let o = env
+        .cmd("git")
+        .current_dir(repo)
+        .args([
+            "rev-parse",
+            "--verify",
+            "-q",
+            &format!("refs/heads/{branch}"),
+        ])
+        .output()
+        .unwrap();
+    o.status
+        .success()
+        .then(|| String::from_utf8(o.stdout).unwrap().trim().to_string())
+}
+
+#[test]
+fn archive_drop_holds_until_the_commit_is_on_the_remote() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let (id, tip) = archived(&env, &repo, "feat");
+    let rec = env.record_of(&id);
+    let bundle = PathBuf::from(rec["archive"]["location"].as_str().unwrap());
+    let bytes = fs::read(&bundle).unwrap();
+
+    // Only the bundle and a local branch hold the commit: held, nothing deleted.
+    let o = env
+        .lease()
+        .args(["archive", "drop", &id, "--json"])
+        .output()
+        .unwrap();
+    assert_code(&o, 1);
+    assert!(stderr(&o).contains("archive-unreachable"), "{}", stderr(&o));
+    assert_eq!(fs::read(&bundle).unwrap(), bytes, "the bundle is unchanged");
+    assert_eq!(env.record_of(&id), rec, "the record is unchanged");
+
+    // Pushed to the remote's main (not via the tracking ref: ls-remote decides).
+    env.git(
+        &repo,
+        &["push", "-q", "origin", &format!("{tip}:refs/heads/main")],
+    );
+    let o = env
+        .lease()
+        .args(["archive", "drop", &id, "--json"])
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+    let r = json(&o);
+    assert_eq!(r["unreachable"], serde_json::json!([]));
+    assert!(!bundle.exists(), "the bundle is deleted");
+    assert!(
+        env.record_of(&id)["archive"].is_null(),
+        "the archive record is gone"
+    );
+    let last = env.audit().pop().unwrap();
+    assert_eq!(last["event"], "archive-dropped");
+    assert!(audit_chain_ok(&env));
+}
+
+#[test]
+fn archive_drop_unreachable_ok_deletes_and_says_so_in_the_audit_log() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let (id, tip) = archived(&env, &repo, "feat");
+    let bundle = PathBuf::from(env.record_of(&id)["archive"]["location"].as_str().unwrap());
+    let o = env
+        .lease()
+        .args(["archive", "drop", &id, "--unreachable-ok", "--json"])
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+    let r = json(&o);
+    assert!(
+        r["unreachable"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t == tip.as_str()),
+        "{r}"
+    );
+    assert!(!bundle.exists());
+    assert!(env.record_of(&id)["archive"].is_null());
+    let last = env.audit().pop().unwrap();
+    assert_eq!(last["event"], "archive-dropped");
+    assert_eq!(last["reasons"], serde_json::json!(["archive-unreachable"]));
+    let detail = last["detail"].to_string();
+    assert!(
+        detail.contains("unreachable-ok") && detail.contains(&tip),
+        "{detail}"
+    );
+    assert!(audit_chain_ok(&env));
+}
+
+#[test]
+fn archive_remote_pushes_reads_back_and_restores_without_a_bundle() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let remote = env.root.join("remote.git");
+    let (id, wt) = kept(
+        &env,
+        &repo,
+        "feat",
+        "echo w > work.txt && git add work.txt && git commit -qm private-work",
+    );
+    let tip = env.git(&wt, &["rev-parse", "HEAD"]);
+    let o = env
+        .lease()
+        .args(["retire", &id, "--archive", "remote", "--json"])
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+    assert!(!wt.exists(), "the worktree is removed");
+    let head_ref = format!("refs/lease/archive/{id}/head");
+    let on_remote = remote_refs(&env, &remote, &format!("refs/lease/archive/{id}/"));
+    assert!(
+        on_remote.contains(&(head_ref.clone(), tip.clone())),
+        "{on_remote:?}"
+    );
+    let rec = env.record_of(&id);
+    assert_eq!(rec["archive"]["kind"], "remote");
+    assert_eq!(rec["archive"]["remote"]["refs"][&head_ref], tip.as_str());
+    assert!(
+        fs::read_dir(env.state.join("archives"))
+            .map(|d| d.count() == 0)
+            .unwrap_or(true),
+        "no bundle is written in remote mode"
+    );
+
+    // The commit now exists only on the remote: restore fetches it by URL.
+    env.git(&repo, &["branch", "-D", "feat"]);
+    env.git(&repo, &["reflog", "expire", "--expire=now", "--all"]);
+    env.git(&repo, &["gc", "-q", "--prune=now"]);
+    let o = env
+        .lease()
+        .args(["restore", &id, "--json"])
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+    assert_eq!(json(&o)["head"], tip.as_str(), "the exact commit");
+}
+
+#[test]
+fn archive_both_writes_a_bundle_and_the_archival_ref() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let remote = env.root.join("remote.git");
+    let (id, wt) = kept(
+        &env,
+        &repo,
+        "feat",
+        "echo w > work.txt && git add work.txt && git commit -qm private-work",
+    );
+    let tip = env.git(&wt, &["rev-parse", "HEAD"]);
+    let o = env
+        .lease()
+        .args(["retire", &id, "--archive", "both"])
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+    let rec = env.record_of(&id);
+    assert_eq!(rec["archive"]["kind"], "both");
+    assert!(Path::new(rec["archive"]["location"].as_str().unwrap()).is_file());
+    let on_remote = remote_refs(&env, &remote, &format!("refs/lease/archive/{id}/head"));
+    assert_eq!(
+        on_remote,
+        vec![(format!("refs/lease/archive/{id}/head"), tip)]
+    );
+    assert_code(
+        &env.lease()
+            .args(["archive", "verify", &id])
+            .output()
+            .unwrap(),
+        0,
+    );
+}
+
+#[test]
+fn archive_remote_rejected_push_holds_and_changes_nothing() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let remote = env.root.join("remote.git");
+    let hook = remote.join("hooks/pre-receive");
+    fs::create_dir_all(hook.parent().unwrap()).unwrap();
+    fs::write(&hook, "#!/bin/sh\necho rejected by policy >&2\nexit 1\n").unwrap();
+    fs::set_permissions(&hook, fs::Permissions::from_mode(0o755)).unwrap();
+    let (id, wt) = kept(
+        &env,
+        &repo,
+        "feat",
+        "echo w > work.txt && git add work.txt && git commit -qm private-work",
+    );
+    let snap = Snapshot::take(&env, &repo, &id);
+    let o = env
+        .lease()
+        .args(["retire", &id, "--archive", "remote", "--json"])
+        .output()
+        .unwrap();
+    assert_code(&o, 1);
+    assert_eq!(reasons(&o), vec!["archive-push-failed"]);
+    assert!(stdout(&o).contains("rejected by policy"), "{}", stdout(&o));
+    snap.assert_held_unchanged(&env, &repo, "archive-push-failed");
+    assert!(wt.is_dir());
+    assert!(env.record_of(&id)["archive"].is_null());
+    assert!(remote_refs(&env, &remote, "refs/lease/").is_empty());
+}
+
+#[test]
+fn delete_branch_deletes_a_pushed_branch_and_records_its_tip() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let (id, wt) = kept(
+        &env,
+        &repo,
+        "feat",
+        "echo w > work.txt && git add work.txt && git commit -qm work && git push -q origin HEAD:main",
+    );
+    let tip = env.git(&wt, &["rev-parse", "HEAD"]);
+    let o = env
+        .lease()
+        .args(["retire", &id, "--delete-branch", "--json"])
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+    assert!(!wt.exists());
+    assert_eq!(branch_tip(&env, &repo, "feat"), None, "the branch is gone");
+    let tomb = &env.record_of(&id)["tombstone"];
+    assert_eq!(tomb["branch"]["old_tip"], tip.as_str());
+    assert_eq!(tomb["branch"]["deleted"], true);
+    assert!(env.audit().iter().any(|l| l["event"] == "branch-deleted"));
+}
+
+#[test]
+fn delete_branch_deletes_an_archived_branch() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let (id, wt) = kept(
+        &env,
+        &repo,
+        "feat",
+        "echo w > work.txt && git add work.txt && git commit -qm private-work",
+    );
+    let tip = env.git(&wt, &["rev-parse", "HEAD"]);
+    let o = env
+        .lease()
+        .args(["retire", &id, "--delete-branch", "--json"])
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+    assert_eq!(branch_tip(&env, &repo, "feat"), None);
+    let rec = env.record_of(&id);
+    assert_eq!(rec["archive"]["tip"], tip.as_str());
+    assert_eq!(rec["tombstone"]["branch"]["old_tip"], tip.as_str());
+}
+
+#[test]
+fn delete_branch_keeps_a_branch_checked_out_elsewhere() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    // The leased worktree leaves the branch (detached at the durable main),
+    // and the main checkout takes it.
+    let (id, wt) = kept(&env, &repo, "feat", "git checkout -q --detach");
+    env.git(&repo, &["checkout", "-q", "feat"]);
+    let before = branch_tip(&env, &repo, "feat").unwrap();
+    let o = env
+        .lease()
+        .args(["retire", &id, "--delete-branch", "--json"])
+        .output()
+        .unwrap();
+    assert_code(&o, 1);
+    let r = json(&o);
+    assert_eq!(r["targets"][0]["disposition"], "removed");
+    assert_eq!(r["targets"][0]["branch"]["reason"], "branch-checked-out");
+    assert!(!wt.exists(), "the worktree retire still completes");
+    assert_eq!(branch_tip(&env, &repo, "feat"), Some(before.clone()));
+    let tomb = &env.record_of(&id)["tombstone"];
+    assert_eq!(tomb["branch"]["deleted"], false);
+    assert_eq!(tomb["branch"]["old_tip"], before.as_str());
+}
+
+#[test]
+fn delete_branch_keeps_an_unproven_tip() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    // The branch gets a private commit, the worktree moves to the durable
+    // main and its reflogs expire: nothing in the worktree is unique, so it
+    // is removed without an archive, but the branch is the only copy of the
+    // commit and proves nothing.
+    let (id, wt) = kept(
+        &env,
+        &repo,
+        "feat",
+        "echo w > work.txt && git add work.txt && git commit -qm private-work \
+         && git checkout -q --detach origin/main && git reflog expire --expire=now --all",
+    );
+    let before = branch_tip(&env, &repo, "feat").unwrap();
+    let o = env
+        .lease()
+        .args(["retire", &id, "--delete-branch", "--json"])
+        .output()
+        .unwrap();
+    assert_code(&o, 1);
+    let r = json(&o);
+    assert_eq!(r["targets"][0]["disposition"], "removed");
+    assert_eq!(r["targets"][0]["branch"]["reason"], "branch-unproven");
+    assert!(!wt.exists());
+    assert!(
+        env.record_of(&id)["archive"].is_null(),
+        "nothing was archived"
+    );
+    assert_eq!(
+        branch_tip(&env, &repo, "feat"),
+        Some(before.clone()),
+        "the branch is unchanged"
+    );
+    assert_eq!(
+        env.record_of(&id)["tombstone"]["branch"]["old_tip"],
+        before.as_str()
+    );
+}
+
+/// Writes an executable script that logs its name to `log` and exits 0.
+fn sentinel(dir: &Path, name: &str, log: &Path) -> String {
+    let p = dir.join(name);
+    fs::write(
+        &p,
+        format!(
+            "#!/bin/sh\necho \"{name} $*\" >> '{}'\nexit 0\n",
+            log.display()
+        ),
+    )
+    .unwrap();
+    fs::set_permissions(&p, fs::Permissions::from_mode(0o755)).unwrap();
+    p.to_str().unwrap().to_string()
+}
+
+#[test]
+fn archive_remote_ignores_pushurl_push_config_and_hooks() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let remote = env.root.join("remote.git");
+    let decoy = env.root.join("decoy.git");
+    env.git(
+        &env.root,
+        &["init", "-q", "--bare", decoy.to_str().unwrap()],
+    );
+    let (id, wt) = kept(
+        &env,
+        &repo,
+        "feat",
+        "echo w > work.txt && git add work.txt && git commit -qm private-work",
+    );
+    let tip = env.git(&wt, &["rev-parse", "HEAD"]);
+    let log = env.root.join("sentinel.log");
+    let hooks = env.root.join("hooks");
+    fs::create_dir(&hooks).unwrap();
+    sentinel(&hooks, "pre-push", &log);
+    sentinel(&hooks, "reference-transaction", &log);
+    let tool = sentinel(&env.root, "tool", &log);
+    for (k, v) in [
+        ("remote.origin.pushurl", decoy.to_str().unwrap()),
+        ("remote.origin.push", "refs/heads/*:refs/heads/decoy/*"),
+        ("remote.origin.receivepack", tool.as_str()),
+        ("remote.origin.uploadpack", tool.as_str()),
+        ("remote.pushDefault", "origin"),
+        ("push.gpgSign", "true"),
+        ("gpg.program", tool.as_str()),
+        ("push.recurseSubmodules", "check"),
+        ("push.followTags", "true"),
+        ("core.hooksPath", hooks.to_str().unwrap()),
+    ] {
+        env.git(&repo, &["config", k, v]);
+    }
+    let o = env
+        .lease()
+        .args(["retire", &id, "--archive", "remote"])
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+    assert_eq!(
+        remote_refs(&env, &remote, "refs/lease/"),
+        vec![(format!("refs/lease/archive/{id}/head"), tip)]
+    );
+    assert!(
+        remote_refs(&env, &decoy, "").is_empty(),
+        "nothing went to pushurl"
+    );
+    assert!(
+        !log.exists(),
+        "a sentinel ran: {}",
+        fs::read_to_string(&log).unwrap()
+    );
+}
+
+#[test]
+fn archive_remote_refuses_push_insteadof() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let remote = env.root.join("remote.git");
+    let decoy = env.root.join("decoy.git");
+    env.git(
+        &env.root,
+        &["init", "-q", "--bare", decoy.to_str().unwrap()],
+    );
+    let (id, _wt) = kept(
+        &env,
+        &repo,
+        "feat",
+        "echo w > work.txt && git add work.txt && git commit -qm private-work",
+    );
+    env.git(
+        &repo,
+        &[
+            "config",
+            &format!("url.{}.pushInsteadOf", decoy.display()),
+            remote.to_str().unwrap(),
+        ],
+    );
+    let snap = Snapshot::take(&env, &repo, &id);
+    let o = env
+        .lease()
+        .args(["retire", &id, "--archive", "remote", "--json"])
+        .output()
+        .unwrap();
+    assert_code(&o, 1);
+    assert_eq!(reasons(&o), vec!["archive-push-failed"]);
+    snap.assert_held_unchanged(&env, &repo, "archive-push-failed");
+    assert!(remote_refs(&env, &decoy, "").is_empty());
+    assert!(remote_refs(&env, &remote, "refs/lease/").is_empty());
+}
+
+#[test]
+fn archive_drop_of_a_remote_archive_deletes_the_archival_ref() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let remote = env.root.join("remote.git");
+    let (id, wt) = kept(
+        &env,
+        &repo,
+        "feat",
+        "echo w > work.txt && git add work.txt && git commit -qm private-work",
+    );
+    let tip = env.git(&wt, &["rev-parse", "HEAD"]);
+    assert_code(
+        &env.lease()
+            .args(["retire", &id, "--archive", "remote"])
+            .output()
+            .unwrap(),
+        0,
+    );
+    // The archival ref alone does not make the archive droppable.
+    let o = env.lease().args(["archive", "drop", &id]).output().unwrap();
+    assert_code(&o, 1);
+    assert_eq!(remote_refs(&env, &remote, "refs/lease/").len(), 1);
+    env.git(
+        &repo,
+        &["push", "-q", "origin", &format!("{tip}:refs/heads/main")],
+    );
+    let o = env
+        .lease()
+        .args(["archive", "drop", &id, "--json"])
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+    assert_eq!(
+        json(&o)["remote_refs_deleted"],
+        serde_json::json!([format!("refs/lease/archive/{id}/head")])
+    );
+    assert!(remote_refs(&env, &remote, "refs/lease/").is_empty());
+    assert!(env.record_of(&id)["archive"].is_null());
+}
+
+#[test]
+fn archive_remote_readback_of_another_commit_holds() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let remote = env.root.join("remote.git");
+    // The remote accepts the push, then moves every pushed ref to its main.
+    let hook = remote.join("hooks/post-receive");
+    fs::create_dir_all(hook.parent().unwrap()).unwrap();
+    fs::write(
+        &hook,
+        "#!/bin/sh\nwhile read old new ref; do git update-ref \"$ref\" refs/heads/main; done\n",
+    )
+    .unwrap();
+    fs::set_permissions(&hook, fs::Permissions::from_mode(0o755)).unwrap();
+    let (id, wt) = kept(
+        &env,
+        &repo,
+        "feat",
+        "echo w > work.txt && git add work.txt && git commit -qm private-work",
+    );
+    let snap = Snapshot::take(&env, &repo, &id);
+    let o = env
+        .lease()
+        .args(["retire", &id, "--archive", "remote", "--json"])
+        .output()
+        .unwrap();
+    assert_code(&o, 1);
+    assert_eq!(reasons(&o), vec!["archive-push-failed"]);
+    assert!(stdout(&o).contains("readback"), "{}", stdout(&o));
+    snap.assert_held_unchanged(&env, &repo, "archive-push-failed");
+    assert!(wt.is_dir());
+}
+
+#[test]
+fn archive_remote_without_a_trusted_remote_holds() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    env.git(&repo, &["remote", "remove", "origin"]);
+    let (id, wt) = kept(
+        &env,
+        &repo,
+        "feat",
+        "echo w > work.txt && git add work.txt && git commit -qm private-work",
+    );
+    let snap = Snapshot::take(&env, &repo, &id);
+    let o = env
+        .lease()
+        .args(["retire", &id, "--archive", "remote", "--json"])
+        .output()
+        .unwrap();
+    assert_code(&o, 1);
+    assert_eq!(reasons(&o), vec!["archive-push-failed"]);
+    snap.assert_held_unchanged(&env, &repo, "archive-push-failed");
+    assert!(wt.is_dir());
+}
