@@ -57,6 +57,7 @@ pub enum HoldReason {
     PathOccupied,
     BranchMoved,
     AlreadyRestored,
+    TempWorktreeRoot,
 }
 
 impl HoldReason {
@@ -103,6 +104,9 @@ impl HoldReason {
             GitFailed => "run the git command in the detail by hand to see why it failed",
             RepoMissing => "the repository is gone or moved; nothing can be proven",
             RootInsideWorktree => "set LEASE_HOME outside every checkout of the repository",
+            TempWorktreeRoot => {
+                "set `worktree_root` (or LEASE_HOME) outside /tmp, /var/tmp and $TMPDIR, or allow it with --allow-temp-root"
+            }
             PathOccupied => "choose a path that does not exist",
             BranchMoved => {
                 "let restore pick `<branch>-restored-<id prefix>`, or name a new --branch"

@@ -80,21 +80,16 @@ struct Held {
 
 impl Engine {
     /// An engine over `reg`; with `dry_run` it decides but changes nothing.
+    /// Declared rebuildable output paths (relative to a worktree's top) come
+    /// from the policy: ignored entries at or below them do not hold, and
+    /// lease deletes them itself, descriptor-relative, right before removal.
     pub fn new(reg: Registry, git: Git, dry_run: bool) -> Engine {
         Engine {
             reg,
             git,
             dry_run,
-            rebuildable: Vec::new(),
+            rebuildable: crate::policy::current().rebuildable_bytes(),
         }
-    }
-
-    /// Declares output paths (relative to a worktree's top, normal) that are
-    /// rebuildable: ignored entries at or below them do not hold, and lease
-    /// deletes them itself, descriptor-relative, right before removal.
-    pub fn with_rebuildable(mut self, paths: Vec<Vec<u8>>) -> Engine {
-        self.rebuildable = paths;
-        self
     }
 
     /// The registry.
@@ -663,7 +658,8 @@ impl Engine {
     }
 
     /// The trusted remote's default-branch tracking ref and its commit
-    /// (SPEC/Words "durable"): `origin` if it exists, else the branch's
+    /// (SPEC/Words "durable"): config `trusted_remote` if set (none if it
+    /// does not exist), else `origin` if it exists, else the branch's
     /// upstream remote; `refs/remotes/<r>/HEAD`, else `main`, else `master`.
     fn durable_ref(&self, rg: &RepoGit, rec: &Record) -> Result<Option<(String, String)>> {
         // Refs are read in the common git dir: a per-worktree ref is never durable.
@@ -673,7 +669,10 @@ impl Engine {
             .lines()
             .map(str::to_string)
             .collect();
-        let remote = if remotes.iter().any(|r| r == "origin") {
+        let remote = if let Some(t) = &crate::policy::current().trusted_remote {
+            // Configured: that remote or none (then nothing is durable).
+            remotes.contains(&t.value).then(|| t.value.clone())
+        } else if remotes.iter().any(|r| r == "origin") {
             Some("origin".to_string())
         } else if let Some(b) = &rec.branch {
             let up = rg
@@ -925,13 +924,16 @@ fn read_small(path: &Path) -> Option<Vec<u8>> {
 /// Free bytes for unprivileged users on the filesystem of `path` (statvfs(3)
 /// `f_bavail * f_frsize`), 0 if unknown.
 pub fn free_bytes(path: &Path) -> u64 {
+    if crate::fault::disk_full() {
+        return 0;
+    }
     rustix::fs::statvfs(path).map_or(0, |s| s.f_bavail.saturating_mul(s.f_frsize))
 }
 
-/// Whether `LEASE_PROCESS_AUDIT=strict` asks gate 4 to hold when processes of
-/// other users could not be audited (config `process_audit = "strict"`).
+/// Whether config `process_audit = "strict"` (or `LEASE_PROCESS_AUDIT`)
+/// asks gate 4 to hold when processes of other users could not be audited.
 fn strict_audit() -> bool {
-    std::env::var("LEASE_PROCESS_AUDIT").is_ok_and(|v| v == "strict")
+    crate::policy::current().strict_audit()
 }
 
 fn join(pids: &[u32]) -> String {

@@ -22,6 +22,9 @@ _lease() {
             lease,archives)
                 cmd="lease__subcmd__archives"
                 ;;
+            lease,config)
+                cmd="lease__subcmd__config"
+                ;;
             lease,exec)
                 cmd="lease__subcmd__exec"
                 ;;
@@ -79,6 +82,9 @@ _lease() {
             lease__subcmd__help,archives)
                 cmd="lease__subcmd__help__subcmd__archives"
                 ;;
+            lease__subcmd__help,config)
+                cmd="lease__subcmd__help__subcmd__config"
+                ;;
             lease__subcmd__help,exec)
                 cmd="lease__subcmd__help__subcmd__exec"
                 ;;
@@ -128,7 +134,7 @@ _lease() {
 
     case "${cmd}" in
         lease)
-            opts="-v -q -h -V --verbose --quiet --log-format --help --version exec retire list show hold release reap repair join restore archives archive metrics generate help"
+            opts="-v -q -h -V --verbose --quiet --log-format --config --help --version exec retire list show hold release reap repair join restore archives archive config metrics generate help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -136,6 +142,10 @@ _lease() {
             case "${prev}" in
                 --log-format)
                     COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 *)
@@ -146,7 +156,7 @@ _lease() {
             return 0
             ;;
         lease__subcmd__archive)
-            opts="-v -q -h --verbose --quiet --log-format --help verify help"
+            opts="-v -q -h --verbose --quiet --log-format --config --help verify help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -154,6 +164,10 @@ _lease() {
             case "${prev}" in
                 --log-format)
                     COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 *)
@@ -206,7 +220,7 @@ _lease() {
             return 0
             ;;
         lease__subcmd__archive__subcmd__verify)
-            opts="-v -q -h --json --verbose --quiet --log-format --help"
+            opts="-v -q -h --json --verbose --quiet --log-format --config --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -214,6 +228,10 @@ _lease() {
             case "${prev}" in
                 --log-format)
                     COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 *)
@@ -224,7 +242,7 @@ _lease() {
             return 0
             ;;
         lease__subcmd__archives)
-            opts="-v -q -h --json --verbose --quiet --log-format --help"
+            opts="-v -q -h --json --verbose --quiet --log-format --config --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -232,6 +250,32 @@ _lease() {
             case "${prev}" in
                 --log-format)
                     COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        lease__subcmd__config)
+            opts="-v -q -h --show --json --verbose --quiet --log-format --config --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 *)
@@ -242,7 +286,7 @@ _lease() {
             return 0
             ;;
         lease__subcmd__exec)
-            opts="-v -q -h --repo --branch --base --adopt --resume --keep --owner --min-free --rebuildable --json --verbose --quiet --log-format --help"
+            opts="-v -q -h --repo --branch --base --adopt --resume --keep --owner --min-free --reap-if-low --allow-temp-root --rebuildable --json --verbose --quiet --log-format --config --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -284,6 +328,10 @@ _lease() {
                     COMPREPLY=($(compgen -W "text json" -- "${cur}"))
                     return 0
                     ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -292,7 +340,7 @@ _lease() {
             return 0
             ;;
         lease__subcmd__generate)
-            opts="-v -q -h --out --verbose --quiet --log-format --help"
+            opts="-v -q -h --out --verbose --quiet --log-format --config --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -306,6 +354,10 @@ _lease() {
                     COMPREPLY=($(compgen -W "text json" -- "${cur}"))
                     return 0
                     ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -314,7 +366,7 @@ _lease() {
             return 0
             ;;
         lease__subcmd__help)
-            opts="exec retire list show hold release reap repair join restore archives archive metrics generate help"
+            opts="exec retire list show hold release reap repair join restore archives archive config metrics generate help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -356,6 +408,20 @@ _lease() {
             return 0
             ;;
         lease__subcmd__help__subcmd__archives)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        lease__subcmd__help__subcmd__config)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -552,7 +618,7 @@ _lease() {
             return 0
             ;;
         lease__subcmd__hold)
-            opts="-v -q -h --reason --owner --until --json --verbose --quiet --log-format --help"
+            opts="-v -q -h --reason --owner --until --json --verbose --quiet --log-format --config --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -574,6 +640,10 @@ _lease() {
                     COMPREPLY=($(compgen -W "text json" -- "${cur}"))
                     return 0
                     ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -582,7 +652,7 @@ _lease() {
             return 0
             ;;
         lease__subcmd__join)
-            opts="-v -q -h --verbose --quiet --log-format --help"
+            opts="-v -q -h --verbose --quiet --log-format --config --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -590,6 +660,10 @@ _lease() {
             case "${prev}" in
                 --log-format)
                     COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 *)
@@ -600,7 +674,7 @@ _lease() {
             return 0
             ;;
         lease__subcmd__list)
-            opts="-v -q -h --json --verbose --quiet --log-format --help"
+            opts="-v -q -h --json --verbose --quiet --log-format --config --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -608,6 +682,10 @@ _lease() {
             case "${prev}" in
                 --log-format)
                     COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 *)
@@ -618,7 +696,7 @@ _lease() {
             return 0
             ;;
         lease__subcmd__metrics)
-            opts="-v -q -h --out --verbose --quiet --log-format --help"
+            opts="-v -q -h --out --verbose --quiet --log-format --config --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -632,6 +710,10 @@ _lease() {
                     COMPREPLY=($(compgen -W "text json" -- "${cur}"))
                     return 0
                     ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -640,7 +722,7 @@ _lease() {
             return 0
             ;;
         lease__subcmd__reap)
-            opts="-v -q -h --dry-run --apply --json --verbose --quiet --log-format --help"
+            opts="-v -q -h --dry-run --apply --json --verbose --quiet --log-format --config --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -648,6 +730,10 @@ _lease() {
             case "${prev}" in
                 --log-format)
                     COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 *)
@@ -658,7 +744,7 @@ _lease() {
             return 0
             ;;
         lease__subcmd__release)
-            opts="-v -q -h --json --verbose --quiet --log-format --help"
+            opts="-v -q -h --json --verbose --quiet --log-format --config --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -666,6 +752,10 @@ _lease() {
             case "${prev}" in
                 --log-format)
                     COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 *)
@@ -676,7 +766,7 @@ _lease() {
             return 0
             ;;
         lease__subcmd__repair)
-            opts="-v -q -h --dry-run --json --verbose --quiet --log-format --help"
+            opts="-v -q -h --dry-run --json --verbose --quiet --log-format --config --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -684,6 +774,10 @@ _lease() {
             case "${prev}" in
                 --log-format)
                     COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 *)
@@ -694,7 +788,7 @@ _lease() {
             return 0
             ;;
         lease__subcmd__restore)
-            opts="-v -q -h --to --branch --again --json --verbose --quiet --log-format --help"
+            opts="-v -q -h --to --branch --again --json --verbose --quiet --log-format --config --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -712,6 +806,10 @@ _lease() {
                     COMPREPLY=($(compgen -W "text json" -- "${cur}"))
                     return 0
                     ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -720,7 +818,7 @@ _lease() {
             return 0
             ;;
         lease__subcmd__retire)
-            opts="-v -q -h --all --dry-run --rebuildable --json --verbose --quiet --log-format --help"
+            opts="-v -q -h --all --dry-run --rebuildable --json --verbose --quiet --log-format --config --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -734,6 +832,10 @@ _lease() {
                     COMPREPLY=($(compgen -W "text json" -- "${cur}"))
                     return 0
                     ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -742,7 +844,7 @@ _lease() {
             return 0
             ;;
         lease__subcmd__show)
-            opts="-v -q -h --json --verbose --quiet --log-format --help"
+            opts="-v -q -h --json --verbose --quiet --log-format --config --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -750,6 +852,10 @@ _lease() {
             case "${prev}" in
                 --log-format)
                     COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 *)

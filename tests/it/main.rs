@@ -11,6 +11,7 @@
 mod support;
 
 mod adversarial;
+mod config;
 mod exec;
 mod list;
 mod logs;
