@@ -206,6 +206,20 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
+    /// Record an unrecorded linked worktree as adopted and terminal, running nothing.
+    ///
+    /// For an orphan registration that reap reported: `lease retire` can then
+    /// take it through the gates. Reap itself never retires adopted worktrees.
+    Adopt {
+        /// The worktree's top directory (as `git worktree list` names it).
+        path: PathBuf,
+        /// Owner as KIND:NAME (default: config `owner` or $LEASE_OWNER, else manual:USER).
+        #[arg(long, value_name = "KIND:NAME")]
+        owner: Option<String>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Remove the registration of one worktree whose directory is missing.
     ///
     /// Never a repository-wide `git worktree prune`.
@@ -403,6 +417,7 @@ pub fn run() -> ExitCode {
             apply,
             json,
         } => finish(reconcile::reap(apply, json)),
+        Cmd::Adopt { path, owner, json } => finish(adopt(&path, owner.as_deref(), json)),
         Cmd::Repair {
             path,
             dry_run,
@@ -540,6 +555,26 @@ fn flag_layer(cmd: &Cmd) -> crate::policy::Layer {
         },
         _ => crate::policy::Layer::default(),
     }
+}
+
+fn adopt(path: &std::path::Path, owner: Option<&str>, json: bool) -> Result<u8> {
+    let owner = owner.map(Owner::parse).transpose()?;
+    let r = crate::launcher::adopt_only(path, owner)?;
+    if json {
+        out!(
+            "{}",
+            serde_json::to_string_pretty(&r).expect("a report serializes")
+        );
+    } else {
+        out!(
+            "adopted `{}` as {} ({}); `lease retire {}` takes it through the gates",
+            r.worktree,
+            r.id,
+            r.state.name(),
+            &r.id[..8]
+        );
+    }
+    Ok(exit::OK)
 }
 
 fn retire(targets: &[String], all: bool, dry_run: bool, json: bool) -> Result<u8> {

@@ -179,6 +179,92 @@ pub fn exec(req: ExecRequest) -> Result<ExecResult> {
     run(&reg, git, prepared, &req)
 }
 
+/// What `lease adopt` recorded.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct AdoptReport {
+    /// The new record's id.
+    pub id: String,
+    /// The worktree's top directory.
+    pub worktree: String,
+    /// The record's state: `terminal`.
+    pub state: State,
+    /// Always `adopted`.
+    pub origin: Origin,
+}
+
+/// `lease adopt PATH`: records an unrecorded, registered linked worktree as
+/// `adopted` and `terminal` without running anything (`planned -> active ->
+/// terminal`, one session that ends at once), so `lease retire` can take it
+/// through the gates. A worktree that already has a record is a usage
+/// error naming it.
+pub fn adopt_only(path: &Path, owner: Option<Owner>) -> Result<AdoptReport> {
+    let root = crate::paths::StateRoot::open_or_create()?;
+    let reg = Registry::new(root);
+    let git = Git::resolve()?;
+    let wt = fs::canonicalize(path)
+        .map_err(|e| Error::Usage(format!("cannot adopt `{}`: {e}", path.display())))?;
+    let existing = reg.scan()?.into_iter().find_map(|l| match l {
+        crate::registry::Loaded::Ok(r)
+            if r.state != State::Removed && r.worktree.as_ref().is_some_and(|w| w.path() == wt) =>
+        {
+            Some(r.id)
+        }
+        _ => None,
+    });
+    if let Some(id) = existing {
+        return Err(Error::Usage(format!(
+            "`{}` is already recorded as {id}; `lease show {}` or `lease retire {}`",
+            wt.display(),
+            &id[..8],
+            &id[..8]
+        )));
+    }
+    let me = std::process::id();
+    let session = Session {
+        pid: me,
+        start_time: sys::start_time(me).ok_or_else(|| {
+            Error::Usage("cannot read this process's start time from /proc".into())
+        })?,
+        started_at: crate::registry::now(),
+        ended_at: None,
+        outcome: None,
+    };
+    let req = ExecRequest {
+        repo: None,
+        branch: None,
+        base: None,
+        adopt: Some(wt.clone()),
+        resume: None,
+        keep: false,
+        owner,
+        reap_if_low: false,
+        command: Vec::new(),
+    };
+    let p = adopt(&reg, &git, &wt, &req, session)?;
+    let state = reg.update(&p.id, |r| {
+        let now = crate::registry::now();
+        if let Some(s) = r
+            .sessions
+            .iter_mut()
+            .rev()
+            .find(|s| s.pid == me && s.ended_at.is_none())
+        {
+            s.ended_at = Some(now);
+        }
+        r.set_state(State::Terminal)?;
+        Ok(r.state)
+    })?;
+    // Closing both opens releases the shared lock.
+    drop(p.child_fd);
+    drop(p.own_fd);
+    Ok(AdoptReport {
+        id: p.id,
+        worktree: wt.to_string_lossy().into_owned(),
+        state,
+        origin: Origin::Adopted,
+    })
+}
+
 fn caller_dir(req: &ExecRequest) -> Result<PathBuf> {
     let dir = match &req.repo {
         Some(r) => r.clone(),

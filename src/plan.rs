@@ -80,7 +80,7 @@ impl HoldReason {
             ConsumerAlive | InUse => {
                 "a process still uses the worktree; see `lease show ID` for holders and retry when they exit"
             }
-            NotRecorded => "`lease exec --adopt PATH -- true` registers it",
+            NotRecorded => "`lease adopt PATH` records it; then retire it again",
             NotRegistered => {
                 "the path is not a registered git worktree; `lease repair PATH` if it was"
             }

@@ -16,6 +16,9 @@ _lease() {
             ",$1")
                 cmd="lease"
                 ;;
+            lease,adopt)
+                cmd="lease__subcmd__adopt"
+                ;;
             lease,archive)
                 cmd="lease__subcmd__archive"
                 ;;
@@ -76,6 +79,9 @@ _lease() {
             lease__subcmd__archive__subcmd__help,verify)
                 cmd="lease__subcmd__archive__subcmd__help__subcmd__verify"
                 ;;
+            lease__subcmd__help,adopt)
+                cmd="lease__subcmd__help__subcmd__adopt"
+                ;;
             lease__subcmd__help,archive)
                 cmd="lease__subcmd__help__subcmd__archive"
                 ;;
@@ -134,12 +140,38 @@ _lease() {
 
     case "${cmd}" in
         lease)
-            opts="-v -q -h -V --verbose --quiet --log-format --config --help --version exec retire list show hold release reap repair join restore archives archive config metrics generate help"
+            opts="-v -q -h -V --verbose --quiet --log-format --config --help --version exec retire list show hold release reap adopt repair join restore archives archive config metrics generate help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        lease__subcmd__adopt)
+            opts="-v -q -h --owner --json --verbose --quiet --log-format --config --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --owner)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --log-format)
                     COMPREPLY=($(compgen -W "text json" -- "${cur}"))
                     return 0
@@ -366,8 +398,22 @@ _lease() {
             return 0
             ;;
         lease__subcmd__help)
-            opts="exec retire list show hold release reap repair join restore archives archive config metrics generate help"
+            opts="exec retire list show hold release reap adopt repair join restore archives archive config metrics generate help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        lease__subcmd__help__subcmd__adopt)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi

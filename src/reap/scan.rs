@@ -353,7 +353,7 @@ fn add_orphan(
             "the directory is gone: `lease repair {shown}` removes this one registration (never a repository-wide prune)"
         ),
         (true, _) => format!(
-            "`lease exec --adopt {shown} -- true` records it so the retire gates can take it; reap never deletes an orphan"
+            "`lease adopt {shown}` records it, then `lease retire {shown}` takes it through the gates; reap never deletes an orphan"
         ),
         (false, _) => {
             "not a registered worktree: inspect it and remove it yourself if it is yours; reap never deletes an orphan".to_string()

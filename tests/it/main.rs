@@ -10,6 +10,7 @@
 
 mod support;
 
+mod adopt;
 mod adversarial;
 mod config;
 mod exec;
