@@ -448,7 +448,7 @@ mod tests {
         assert!(gone.next.contains("lease repair /r/wt"), "{}", gone.next);
         let both = &found[&b"/s/x".to_vec()];
         assert!(both.in_root && both.registered);
-        assert!(both.next.contains("--adopt"), "{}", both.next);
+        assert!(both.next.contains("lease adopt /s/x"), "{}", both.next);
     }
 
     #[test]

@@ -368,3 +368,62 @@ fn a_worktree_root_under_a_temp_dir_is_refused_unless_allowed() {
     assert_code(&o, 125);
     assert_eq!(env.records().len(), 2, "only the two allowed runs");
 }
+
+#[test]
+fn a_configured_worktree_root_and_trusted_remote_are_used() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let wts = env.root.join("wts");
+    let cfg = env.file("lease.toml");
+    fs::write(&cfg, format!("worktree_root = \"{}\"\n", wts.display())).unwrap();
+    let o = env
+        .lease()
+        .current_dir(&repo)
+        .args([
+            "--config",
+            cfg.to_str().unwrap(),
+            "exec",
+            "--keep",
+            "--",
+            "true",
+        ])
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+    let rec = env.record();
+    let wt = rec["worktree"]["path"].as_str().unwrap();
+    assert!(wt.starts_with(wts.to_str().unwrap()), "{wt}");
+    assert_eq!(
+        rec["root"]["path"].as_str().unwrap(),
+        Path::new(wt).parent().unwrap().to_str().unwrap()
+    );
+    // A trusted remote that does not exist makes nothing durable: the
+    // worktree's HEAD, pushed to origin, is archived before removal.
+    let run = |vars: &[(&str, &str)]| {
+        let before: Vec<serde_json::Value> =
+            env.records().iter().map(|r| r["id"].clone()).collect();
+        let o = env
+            .lease()
+            .current_dir(&repo)
+            .envs(vars.iter().copied())
+            .args(["exec", "--", "true"])
+            .output()
+            .unwrap();
+        assert_code(&o, 0);
+        let mut recs = env.records();
+        recs.retain(|r| !before.contains(&r["id"]));
+        assert_eq!(recs.len(), 1);
+        assert_eq!(recs[0]["state"], "removed");
+        recs.pop().unwrap()
+    };
+    assert!(
+        run(&[])
+            .get("archive")
+            .is_none_or(serde_json::Value::is_null)
+    );
+    let untrusted = run(&[("LEASE_TRUSTED_REMOTE", "nosuch")]);
+    assert!(
+        untrusted["archive"]["commits"].as_u64().unwrap() >= 1,
+        "{untrusted:#}"
+    );
+}
