@@ -27,7 +27,7 @@ use clap::{Parser, Subcommand};
 
 use crate::error::{Class, Error, Result};
 use crate::git::Git;
-use crate::launcher::{ExecRequest, MinFree};
+use crate::launcher::ExecRequest;
 use crate::paths::StateRoot;
 use crate::plan::Disposition;
 use crate::registry::{Loaded, Owner, Record, Registry, State};
@@ -35,6 +35,7 @@ use crate::report::{GitInfo, RetireReport, TargetReport};
 use crate::retire::{ArchiveMode, Engine};
 use crate::sys::Ended;
 
+mod config;
 mod generate;
 mod log;
 mod metrics;
@@ -79,6 +80,9 @@ struct Cli {
         value_name = "FORMAT"
     )]
     log_format: log::LogFormat,
+    /// Config file read after the system and user files (also $LEASE_CONFIG).
+    #[arg(long, global = true, value_name = "FILE")]
+    config: Option<PathBuf>,
     #[command(subcommand)]
     command: Cmd,
 }
@@ -109,13 +113,19 @@ enum Cmd {
         /// Keep the worktree after the command exits (record it `retained`).
         #[arg(long)]
         keep: bool,
-        /// Owner as KIND:NAME (default: $LEASE_OWNER, else manual:USER).
+        /// Owner as KIND:NAME (default: config `owner` or $LEASE_OWNER, else manual:USER).
         #[arg(long, value_name = "KIND:NAME")]
         owner: Option<String>,
-        /// Free-space watermark, bytes with a unit or a percentage (default 1G; $LEASE_MIN_FREE).
+        /// Free-space watermark, bytes with a unit or a percentage (default 1G); joins config and $LEASE_MIN_FREE, the larger wins.
         #[arg(long, value_name = "SIZE")]
         min_free: Option<String>,
-        /// Output path (relative to the worktree top) that may be deleted: ignored files there do not hold the after-exit retire.
+        /// Below the watermark, run a safe reap (as `lease reap --apply`, not waiting for another reaper), then check again.
+        #[arg(long)]
+        reap_if_low: bool,
+        /// Allow a worktree root under /tmp, /var/tmp or $TMPDIR (unless a config layer says false).
+        #[arg(long)]
+        allow_temp_root: bool,
+        /// Output path (relative to the worktree top) that may be deleted: ignored files there do not hold the after-exit retire (intersected with config).
         #[arg(long, value_name = "PATH")]
         rebuildable: Vec<String>,
         /// Print the after-exit retire disposition as JSON on stderr.
@@ -135,7 +145,7 @@ enum Cmd {
         /// Say what would happen; change nothing, take no lock.
         #[arg(long)]
         dry_run: bool,
-        /// Output path (relative to the worktree top, e.g. `target`) declared rebuildable: ignored files there do not hold and are deleted by lease (also `$LEASE_REBUILDABLE`, `:`-separated).
+        /// Output path (relative to the worktree top, e.g. `target`) declared rebuildable: ignored files there do not hold and are deleted by lease (intersected with config `rebuildable` and `$LEASE_REBUILDABLE`).
         #[arg(long, value_name = "PATH")]
         rebuildable: Vec<String>,
         /// Where commits that are not durable are archived: a verified bundle under the state root, archival refs pushed to the trusted remote and read back, or both.
@@ -172,7 +182,7 @@ enum Cmd {
         /// Why it is kept.
         #[arg(long, value_name = "R")]
         reason: String,
-        /// Who keeps it, as KIND:NAME (default: $LEASE_OWNER, else manual:USER).
+        /// Who keeps it, as KIND:NAME (default: config `owner` or $LEASE_OWNER, else manual:USER).
         #[arg(long, value_name = "KIND:NAME")]
         owner: Option<String>,
         /// Until when: RFC 3339 or a span such as 7d or 12h (default: no expiry).
@@ -203,6 +213,20 @@ enum Cmd {
         #[arg(long, value_enum, value_name = "MODE", default_value_t = ArchiveMode::Bundle)]
         archive: ArchiveMode,
         /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Record an unrecorded linked worktree as adopted and terminal, running nothing.
+    ///
+    /// For an orphan registration that reap reported: `lease retire` can then
+    /// take it through the gates. Reap itself never retires adopted worktrees.
+    Adopt {
+        /// The worktree's top directory (as `git worktree list` names it).
+        path: PathBuf,
+        /// Owner as KIND:NAME (default: config `owner` or $LEASE_OWNER, else manual:USER).
+        #[arg(long, value_name = "KIND:NAME")]
+        owner: Option<String>,
+        /// Print JSON.
         #[arg(long)]
         json: bool,
     },
@@ -262,6 +286,20 @@ enum Cmd {
     Archive {
         #[command(subcommand)]
         action: ArchiveCmd,
+    },
+    /// Show the effective policy and where each value came from.
+    ///
+    /// Layers: /etc/lease/config.toml, $XDG_CONFIG_HOME/lease/config.toml
+    /// (else ~/.config/lease/config.toml), --config FILE (else
+    /// $LEASE_CONFIG), the documented LEASE_* variables, then flags; safety
+    /// settings join to the stricter value whatever the order.
+    Config {
+        /// Show the effective values (the default and only action).
+        #[arg(long)]
+        show: bool,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
     },
     /// Print Prometheus metrics of the state root (for node_exporter's textfile collector).
     Metrics {
@@ -329,6 +367,25 @@ pub fn run() -> ExitCode {
         }
     };
     log::install(cli.verbose, cli.quiet, cli.log_format);
+    let is_exec = matches!(cli.command, Cmd::Exec { .. });
+    if !matches!(cli.command, Cmd::Join { .. } | Cmd::Generate { .. }) {
+        let flags = flag_layer(&cli.command);
+        let resolved = crate::policy::load_layers(cli.config.as_deref()).and_then(|mut l| {
+            l.push((crate::policy::LayerFrom::Flags, flags));
+            crate::policy::resolve(&l)
+        });
+        match resolved {
+            Ok(p) => crate::policy::install(p),
+            Err(e) => {
+                print_error(&e);
+                return ExitCode::from(if is_exec {
+                    exit::EXEC_FAILED
+                } else {
+                    class_code(e.class())
+                });
+            }
+        }
+    }
     match &cli.command {
         Cmd::Retire { json, .. }
         | Cmd::Reap { json, .. }
@@ -347,10 +404,10 @@ pub fn run() -> ExitCode {
             resume,
             keep,
             owner,
-            min_free,
-            rebuildable,
+            reap_if_low,
             json,
             command,
+            ..
         } => {
             let req = (|| -> Result<ExecRequest> {
                 Ok(ExecRequest {
@@ -361,8 +418,7 @@ pub fn run() -> ExitCode {
                     resume,
                     keep,
                     owner: owner.as_deref().map(Owner::parse).transpose()?,
-                    min_free: min_free.as_deref().map(MinFree::parse).transpose()?,
-                    rebuildable: rebuildable_paths(&rebuildable)?,
+                    reap_if_low,
                     command,
                 })
             })();
@@ -372,19 +428,18 @@ pub fn run() -> ExitCode {
             targets,
             all,
             dry_run,
-            rebuildable,
             archive,
             delete_branch,
             json,
-        } => finish(rebuildable_paths(&rebuildable).and_then(|r| {
+            ..
+        } => finish({
             let engine = |reg, git| {
                 Engine::new(reg, git, dry_run)
-                    .with_rebuildable(r)
                     .with_archive_mode(archive)
                     .with_delete_branch(delete_branch)
             };
             retire(&targets, all, dry_run, engine, json)
-        })),
+        }),
         Cmd::List { json } => finish(list(json)),
         Cmd::Show { id, json } => finish(show(&id, json)),
         Cmd::Hold {
@@ -407,6 +462,7 @@ pub fn run() -> ExitCode {
             archive,
             json,
         } => finish(reconcile::reap(apply, archive, json)),
+        Cmd::Adopt { path, owner, json } => finish(adopt(&path, owner.as_deref(), json)),
         Cmd::Repair {
             path,
             dry_run,
@@ -432,6 +488,7 @@ pub fn run() -> ExitCode {
                     json,
                 },
         } => finish(restore::drop(&id, unreachable_ok, json)),
+        Cmd::Config { show: _, json } => finish(config::show(json)),
         Cmd::Metrics { out } => finish(metrics::metrics(out.as_deref())),
         Cmd::Generate { out } => finish(generate::generate(&out)),
     }
@@ -442,7 +499,7 @@ pub fn run() -> ExitCode {
 fn subcommand_name() -> Option<OsString> {
     let mut args = std::env::args_os().skip(1);
     while let Some(a) = args.next() {
-        if a == "--log-format" {
+        if a == "--log-format" || a == "--config" {
             args.next();
         } else if !a.to_string_lossy().starts_with('-') {
             return Some(a);
@@ -530,27 +587,47 @@ fn join(command: Vec<OsString>) -> ExitCode {
     })
 }
 
-/// Validates declared rebuildable paths (flags, then `$LEASE_REBUILDABLE`):
-/// relative, normal (no `.`, `..` or `//`), stored without a trailing `/`.
-fn rebuildable_paths(flags: &[String]) -> Result<Vec<Vec<u8>>> {
-    let env = std::env::var("LEASE_REBUILDABLE").unwrap_or_default();
-    let mut out: Vec<Vec<u8>> = Vec::new();
-    for p in flags
-        .iter()
-        .map(String::as_str)
-        .chain(env.split(':').filter(|p| !p.is_empty()))
-    {
-        if p.starts_with('/') || !is_normal_path(p) {
-            return Err(Error::Usage(format!(
-                "rebuildable path `{p}` must be relative to the worktree top and normal (like `target`)"
-            )));
-        }
-        let p = p.trim_end_matches('/').as_bytes().to_vec();
-        if !out.contains(&p) {
-            out.push(p);
-        }
+/// The flags of `cmd` that feed config (the last layer of the policy).
+fn flag_layer(cmd: &Cmd) -> crate::policy::Layer {
+    let listed = |v: &[String]| (!v.is_empty()).then(|| v.to_vec());
+    match cmd {
+        Cmd::Exec {
+            min_free,
+            rebuildable,
+            allow_temp_root,
+            ..
+        } => crate::policy::Layer {
+            min_free: min_free.clone(),
+            rebuildable: listed(rebuildable),
+            allow_temp_worktree_root: allow_temp_root.then_some(true),
+            ..Default::default()
+        },
+        Cmd::Retire { rebuildable, .. } => crate::policy::Layer {
+            rebuildable: listed(rebuildable),
+            ..Default::default()
+        },
+        _ => crate::policy::Layer::default(),
     }
-    Ok(out)
+}
+
+fn adopt(path: &std::path::Path, owner: Option<&str>, json: bool) -> Result<u8> {
+    let owner = owner.map(Owner::parse).transpose()?;
+    let r = crate::launcher::adopt_only(path, owner)?;
+    if json {
+        out!(
+            "{}",
+            serde_json::to_string_pretty(&r).expect("a report serializes")
+        );
+    } else {
+        out!(
+            "adopted `{}` as {} ({}); `lease retire {}` takes it through the gates",
+            r.worktree,
+            r.id,
+            r.state.name(),
+            &r.id[..8]
+        );
+    }
+    Ok(exit::OK)
 }
 
 fn retire(

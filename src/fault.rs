@@ -11,6 +11,8 @@
 //! - `LEASE_FI_FAIL_WRITE=<n>`: the n-th durable write of the process (a
 //!   record or an audit line) fails with `ENOSPC`.
 //! - `LEASE_FI_LOCK_ERROR=1`: the retirer's flock fails (`lease.rs`).
+//! - `LEASE_FI_FULL_WHILE=<path>`: every filesystem reports 0 free bytes
+//!   while `path` exists (a disk that a reap can free by removing it).
 
 /// Marks a named step; see the module docs.
 #[cfg(feature = "fault-injection")]
@@ -48,6 +50,21 @@ pub fn write() -> std::io::Result<()> {
         return Err(std::io::Error::from_raw_os_error(libc::ENOSPC));
     }
     Ok(())
+}
+
+/// True while the path named by `LEASE_FI_FULL_WHILE` exists: free-space
+/// reads then report 0 bytes.
+#[cfg(feature = "fault-injection")]
+pub fn disk_full() -> bool {
+    std::env::var_os("LEASE_FI_FULL_WHILE")
+        .is_some_and(|p| std::fs::symlink_metadata(std::path::Path::new(&p)).is_ok())
+}
+
+/// Free space is never faked without the `fault-injection` feature.
+#[cfg(not(feature = "fault-injection"))]
+#[inline(always)]
+pub fn disk_full() -> bool {
+    false
 }
 
 /// Counts a durable write; without the `fault-injection` feature it does nothing.

@@ -61,25 +61,16 @@ pub struct Git {
 }
 
 impl Git {
-    /// Resolves git once: `$LEASE_GIT` (absolute), else the first `git` on
-    /// `PATH` that is not lease's own shim. Checks the version is at least
-    /// [`MIN_GIT`].
+    /// Resolves git once: the policy's `git` (config or `$LEASE_GIT`,
+    /// absolute), else the first `git` on `PATH` that is not lease's own
+    /// shim. Checks the version is at least [`MIN_GIT`].
     pub fn resolve() -> Result<Git> {
-        let bin = match std::env::var_os("LEASE_GIT").filter(|v| !v.is_empty()) {
-            Some(p) => {
-                let p = PathBuf::from(p);
-                if !p.is_absolute() {
-                    return Err(Error::Usage(format!(
-                        "LEASE_GIT `{}` is not an absolute path",
-                        p.display()
-                    )));
-                }
-                p
-            }
+        let bin = match &crate::policy::current().git {
+            Some(p) => p.value.clone(),
             None => find_on_path().ok_or_else(|| {
                 Error::refused(
                     crate::plan::HoldReason::GitFailed,
-                    "no git found on PATH; install git or set LEASE_GIT",
+                    "no git found on PATH; install git or set `git` in the config (or LEASE_GIT)",
                 )
             })?,
         };

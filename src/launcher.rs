@@ -112,12 +112,10 @@ pub struct ExecRequest {
     pub resume: Option<String>,
     /// `--keep`.
     pub keep: bool,
-    /// `--owner`, else `$LEASE_OWNER`, else `manual:<user>`.
+    /// `--owner`, else the policy's owner, else `manual:<user>`.
     pub owner: Option<Owner>,
-    /// `--min-free`, else `$LEASE_MIN_FREE`, else [`DEFAULT_MIN_FREE`].
-    pub min_free: Option<MinFree>,
-    /// Declared rebuildable output paths for the after-exit retire.
-    pub rebuildable: Vec<Vec<u8>>,
+    /// `--reap-if-low`: below the watermark, run a safe reap and re-read.
+    pub reap_if_low: bool,
     /// The command and its arguments, verbatim.
     pub command: Vec<OsString>,
 }
@@ -153,6 +151,14 @@ pub fn exec(req: ExecRequest) -> Result<ExecResult> {
     if req.command.is_empty() {
         return Err(Error::Usage("no command given after `--`".into()));
     }
+    if req.resume.is_none() && req.adopt.is_none() {
+        // Before anything is created: a worktree root that OS cleaners sweep.
+        let state = crate::paths::StateRoot::locate()?;
+        crate::paths::check_not_temp(
+            &crate::paths::worktree_root_of(&state),
+            crate::policy::current().allow_temp_worktree_root.value,
+        )?;
+    }
     let root = crate::paths::StateRoot::open_or_create()?;
     let reg = Registry::new(root);
     let git = Git::resolve()?;
@@ -171,6 +177,92 @@ pub fn exec(req: ExecRequest) -> Result<ExecResult> {
         (None, None) => create(&reg, &git, &req, session)?,
     };
     run(&reg, git, prepared, &req)
+}
+
+/// What `lease adopt` recorded.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct AdoptReport {
+    /// The new record's id.
+    pub id: String,
+    /// The worktree's top directory.
+    pub worktree: String,
+    /// The record's state: `terminal`.
+    pub state: State,
+    /// Always `adopted`.
+    pub origin: Origin,
+}
+
+/// `lease adopt PATH`: records an unrecorded, registered linked worktree as
+/// `adopted` and `terminal` without running anything (`planned -> active ->
+/// terminal`, one session that ends at once), so `lease retire` can take it
+/// through the gates. A worktree that already has a record is a usage
+/// error naming it.
+pub fn adopt_only(path: &Path, owner: Option<Owner>) -> Result<AdoptReport> {
+    let root = crate::paths::StateRoot::open_or_create()?;
+    let reg = Registry::new(root);
+    let git = Git::resolve()?;
+    let wt = fs::canonicalize(path)
+        .map_err(|e| Error::Usage(format!("cannot adopt `{}`: {e}", path.display())))?;
+    let existing = reg.scan()?.into_iter().find_map(|l| match l {
+        crate::registry::Loaded::Ok(r)
+            if r.state != State::Removed && r.worktree.as_ref().is_some_and(|w| w.path() == wt) =>
+        {
+            Some(r.id)
+        }
+        _ => None,
+    });
+    if let Some(id) = existing {
+        return Err(Error::Usage(format!(
+            "`{}` is already recorded as {id}; `lease show {}` or `lease retire {}`",
+            wt.display(),
+            &id[..8],
+            &id[..8]
+        )));
+    }
+    let me = std::process::id();
+    let session = Session {
+        pid: me,
+        start_time: sys::start_time(me).ok_or_else(|| {
+            Error::Usage("cannot read this process's start time from /proc".into())
+        })?,
+        started_at: crate::registry::now(),
+        ended_at: None,
+        outcome: None,
+    };
+    let req = ExecRequest {
+        repo: None,
+        branch: None,
+        base: None,
+        adopt: Some(wt.clone()),
+        resume: None,
+        keep: false,
+        owner,
+        reap_if_low: false,
+        command: Vec::new(),
+    };
+    let p = adopt(&reg, &git, &wt, &req, session)?;
+    let state = reg.update(&p.id, |r| {
+        let now = crate::registry::now();
+        if let Some(s) = r
+            .sessions
+            .iter_mut()
+            .rev()
+            .find(|s| s.pid == me && s.ended_at.is_none())
+        {
+            s.ended_at = Some(now);
+        }
+        r.set_state(State::Terminal)?;
+        Ok(r.state)
+    })?;
+    // Closing both opens releases the shared lock.
+    drop(p.child_fd);
+    drop(p.own_fd);
+    Ok(AdoptReport {
+        id: p.id,
+        worktree: wt.to_string_lossy().into_owned(),
+        state,
+        origin: Origin::Adopted,
+    })
 }
 
 fn caller_dir(req: &ExecRequest) -> Result<PathBuf> {
@@ -205,13 +297,7 @@ fn owner_of(req: &ExecRequest) -> Result<Owner> {
     if let Some(o) = &req.owner {
         return Ok(o.clone());
     }
-    if let Some(o) = std::env::var("LEASE_OWNER").ok().filter(|o| !o.is_empty()) {
-        return Owner::parse(&o);
-    }
-    Ok(Owner {
-        kind: "manual".into(),
-        name: sys::user_name(sys::euid()),
-    })
+    Ok(crate::policy::current().default_owner())
 }
 
 /// `<repo name>-<first 8 hex of sha256 of the canonical common git dir>`.
@@ -232,31 +318,59 @@ pub(crate) fn repo_dir_name(common: &Path) -> String {
     )
 }
 
-/// Refuses when free space on any filesystem that will receive data is below the watermark.
-fn admit(min: MinFree, dirs: &[&Path]) -> Result<()> {
-    for d in dirs {
-        let free = free_bytes(d);
-        let need = min.required(d);
-        if free < need {
-            return Err(Error::Usage(format!(
-                "only {free} bytes free under `{}`, below the watermark of {need} bytes; free space or pass --min-free",
-                d.display()
-            )));
-        }
+/// Refuses when free space on any filesystem that will receive data is
+/// below any bound of the policy's watermark.
+fn admit(dirs: &[&Path]) -> Result<()> {
+    match low_space(&crate::policy::current().min_free.bounds(), dirs) {
+        None => Ok(()),
+        Some(why) => Err(Error::Usage(why)),
     }
-    Ok(())
 }
 
-fn min_free(req: &ExecRequest) -> Result<MinFree> {
-    if let Some(m) = req.min_free {
-        return Ok(m);
+/// The first filesystem of `dirs` whose free space is below a bound, as a
+/// message; `None` when every one has room.
+fn low_space(bounds: &[MinFree], dirs: &[&Path]) -> Option<String> {
+    for d in dirs {
+        let free = free_bytes(d);
+        for min in bounds {
+            let need = min.required(d);
+            if free < need {
+                return Some(format!(
+                    "only {free} bytes free under `{}`, below the watermark of {need} bytes; free space, run `lease reap --apply` (or pass --reap-if-low), or lower the watermark (`lease config --show` says where it is set)",
+                    d.display()
+                ));
+            }
+        }
     }
-    match std::env::var("LEASE_MIN_FREE")
-        .ok()
-        .filter(|v| !v.is_empty())
-    {
-        Some(v) => MinFree::parse(&v),
-        None => Ok(DEFAULT_MIN_FREE),
+    None
+}
+
+/// Admission with `--reap-if-low`: when space is low, runs the same reap as
+/// `lease reap --apply` under the reaper lock (never waiting for another
+/// reaper), then checks again.
+fn admit_or_reap(reg: &Registry, git: &Git, reap_if_low: bool, dirs: &[&Path]) -> Result<()> {
+    let bounds = crate::policy::current().min_free.bounds();
+    let Some(why) = low_space(&bounds, dirs) else {
+        return Ok(());
+    };
+    if !reap_if_low {
+        return Err(Error::Usage(why));
+    }
+    let reaped = match crate::reap::lock_reaper(reg.root(), true) {
+        Ok(_lock) => {
+            crate::reap::reap(reg.root(), git, true, crate::retire::ArchiveMode::default())
+                .map(|r| r.bytes_reclaimed)
+        }
+        Err(e) => Err(e),
+    };
+    match (reaped, low_space(&bounds, dirs)) {
+        (_, None) => Ok(()),
+        (Ok(bytes), Some(why)) => Err(Error::Usage(format!(
+            "{why} (a reap reclaimed {bytes} bytes, not enough)"
+        ))),
+        (Err(e), Some(why)) => Err(Error::Usage(format!(
+            "{why} (the reap for --reap-if-low did not run: {e})"
+        ))),
     }
 }
 
@@ -337,7 +451,7 @@ fn create(reg: &Registry, git: &Git, req: &ExecRequest, session: Session) -> Res
     let wt_root = reg.root().worktrees();
     let repo_root = wt_root.join(repo_dir_name(&common));
     check_root_outside_worktrees(&rg, &common, &[reg.root().path(), &wt_root])?;
-    admit(min_free(req)?, &[&wt_root, reg.root().path()])?;
+    admit_or_reap(reg, git, req.reap_if_low, &[&wt_root, reg.root().path()])?;
     crate::paths::make_private_dir(&repo_root)?;
     crate::paths::check_private_dir(&repo_root, true)?;
     let owner = owner_of(req)?;
@@ -439,19 +553,8 @@ pub fn create_restored(
     };
     occupied()?;
     check_root_outside_worktrees(&rg, common, &[reg.root().path(), &wt_root, &root])?;
-    admit(DEFAULT_MIN_FREE, &[&root, reg.root().path()])?;
-    let owner = owner_of(&ExecRequest {
-        repo: None,
-        branch: None,
-        base: None,
-        adopt: None,
-        resume: None,
-        keep: true,
-        owner: None,
-        min_free: None,
-        rebuildable: Vec::new(),
-        command: Vec::new(),
-    })?;
+    admit(&[&root, reg.root().path()])?;
+    let owner = crate::policy::current().default_owner();
     let mut rec = Record::planned(
         id.clone(),
         crate::paths::utf8(common)?,
@@ -652,7 +755,7 @@ fn adopt(
     }
     let parent = wt.parent().map(Path::to_path_buf).unwrap_or_default();
     check_root_outside_worktrees(&rg, &common, &[reg.root().path()])?;
-    admit(min_free(req)?, &[&parent, reg.root().path()])?;
+    admit_or_reap(reg, git, req.reap_if_low, &[&parent, reg.root().path()])?;
     let id = crate::registry::new_id()?;
     let e = &entries[pos];
     let branch = e
@@ -927,11 +1030,7 @@ fn run(reg: &Registry, git: Git, p: Prepared, req: &ExecRequest) -> Result<ExecR
         Ok(r.state)
     })?;
     let retire = if p.created_now && !req.keep && state == State::Terminal {
-        Some(
-            Engine::new(reg.clone(), git, false)
-                .with_rebuildable(req.rebuildable.clone())
-                .retire(&p.id),
-        )
+        Some(Engine::new(reg.clone(), git, false).retire(&p.id))
     } else {
         None
     };

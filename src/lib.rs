@@ -25,9 +25,10 @@
 //! worktree from a re-verified archive), `hold` (retention by a named
 //! owner) and `repair` (one stale registration) -> `plan` (pure gate
 //! decisions) over probes in `git`, `lease`, `safety`, `procs`; state in
-//! `registry`, `audit`, `paths`; raw OS calls in `sys`; test-only fault
-//! points in `fault`. `metrics` reads a state root for Prometheus; `progress`
-//! reports long steps to a sink the CLI installs on a terminal.
+//! `registry`, `audit`, `paths`; the layered config in `policy` (resolved
+//! once by `cli`); raw OS calls in `sys`; test-only fault points in
+//! `fault`. `metrics` reads a state root for Prometheus; `progress` reports
+//! long steps to a sink the CLI installs on a terminal.
 
 pub mod audit;
 pub mod cli;
@@ -40,6 +41,7 @@ pub mod lease;
 pub mod metrics;
 pub mod paths;
 pub mod plan;
+pub mod policy;
 pub mod procs;
 pub mod progress;
 pub mod reap;

@@ -66,10 +66,22 @@ impl StateRoot {
             root.archives(),
             root.scratch(),
             root.locks(),
-            root.worktrees(),
         ] {
             make_private_dir(&sub)?;
             check_private_dir(&sub, false)?;
+        }
+        let wt = root.worktrees();
+        if wt.parent() == Some(root.path.as_path()) {
+            make_private_dir(&wt)?;
+            check_private_dir(&wt, false)?;
+        } else {
+            // A configured root elsewhere: its parents are created as usual,
+            // it is 0700, and no ancestor may be a symlink.
+            if let Some(parent) = wt.parent() {
+                fs::create_dir_all(parent).at_do("cannot create", parent)?;
+            }
+            make_private_dir(&wt)?;
+            check_private_dir(&wt, true)?;
         }
         Ok(root)
     }
@@ -115,13 +127,84 @@ impl StateRoot {
     pub fn locks(&self) -> PathBuf {
         self.path.join("locks")
     }
-    /// `worktrees/`: the default worktree root.
+    /// The worktree root: config `worktree_root`, else `worktrees/`.
     pub fn worktrees(&self) -> PathBuf {
-        self.path.join("worktrees")
+        worktree_root_of(&self.path)
     }
     /// `audit.jsonl`: the append-only audit log.
     pub fn audit_log(&self) -> PathBuf {
         self.path.join("audit.jsonl")
+    }
+}
+
+/// The worktree root for the state root `state`: config `worktree_root`,
+/// else `<state>/worktrees`.
+pub fn worktree_root_of(state: &Path) -> PathBuf {
+    match &crate::policy::current().worktree_root {
+        Some(r) => r.value.clone(),
+        None => state.join("worktrees"),
+    }
+}
+
+/// Refuses a worktree root under `/tmp`, `/var/tmp` or `$TMPDIR`, which OS
+/// cleaners sweep by age (`temp-worktree-root`), unless `allowed`. Paths are
+/// compared canonically: a symlink to `/tmp` counts; a root that does not
+/// exist yet is judged by its deepest existing ancestor.
+pub fn check_not_temp(root: &Path, allowed: bool) -> Result<()> {
+    if allowed {
+        return Ok(());
+    }
+    let mut temps: Vec<PathBuf> = vec!["/tmp".into(), "/var/tmp".into()];
+    if let Some(t) = std::env::var_os("TMPDIR").map(PathBuf::from)
+        && t.is_absolute()
+    {
+        temps.push(t);
+    }
+    let temps: Vec<PathBuf> = temps
+        .iter()
+        .filter_map(|t| fs::canonicalize(t).ok())
+        .collect();
+    match under_temp(&canonical_prefix(root), &temps) {
+        None => Ok(()),
+        Some(t) => Err(Error::refused(
+            crate::plan::HoldReason::TempWorktreeRoot,
+            format!(
+                "worktree root `{}` is under `{}`, which OS cleaners sweep by age; nothing was created",
+                root.display(),
+                t.display()
+            ),
+        )),
+    }
+}
+
+/// The temp directory of `temps` that `root` lies in (or is), if any.
+fn under_temp<'a>(root: &Path, temps: &'a [PathBuf]) -> Option<&'a Path> {
+    temps
+        .iter()
+        .find(|t| t.as_path() != Path::new("/") && root.starts_with(t))
+        .map(PathBuf::as_path)
+}
+
+/// `path` with its deepest existing ancestor canonicalized (symlinks
+/// resolved) and the rest appended as is.
+fn canonical_prefix(path: &Path) -> PathBuf {
+    let mut rest: Vec<&std::ffi::OsStr> = Vec::new();
+    let mut cur = path;
+    loop {
+        if let Ok(c) = fs::canonicalize(cur) {
+            let mut out = c;
+            for r in rest.iter().rev() {
+                out.push(r);
+            }
+            return out;
+        }
+        match (cur.parent(), cur.file_name()) {
+            (Some(p), Some(n)) => {
+                rest.push(n);
+                cur = p;
+            }
+            _ => return path.to_path_buf(),
+        }
     }
 }
 
@@ -315,6 +398,39 @@ mod tests {
             Err(Error::UnsafeDir { .. })
         ));
         check_private_dir(&via, false).unwrap();
+    }
+
+    #[test]
+    fn temp_roots() {
+        let temps = vec![PathBuf::from("/tmp"), PathBuf::from("/home/u/tmp")];
+        assert_eq!(
+            under_temp(Path::new("/tmp/x/worktrees"), &temps),
+            Some(Path::new("/tmp"))
+        );
+        assert_eq!(
+            under_temp(Path::new("/tmp"), &temps),
+            Some(Path::new("/tmp"))
+        );
+        assert_eq!(
+            under_temp(Path::new("/home/u/tmp/w"), &temps),
+            Some(Path::new("/home/u/tmp"))
+        );
+        assert_eq!(under_temp(Path::new("/tmpfoo/w"), &temps), None);
+        assert_eq!(under_temp(Path::new("/srv/w"), &temps), None);
+        // TMPDIR=/ must not make every root a temp root.
+        assert_eq!(under_temp(Path::new("/srv/w"), &[PathBuf::from("/")]), None);
+        // A symlink into a temp dir counts; a missing tail is kept.
+        let t = tempfile::tempdir().unwrap();
+        let real = fs::canonicalize(t.path()).unwrap();
+        let link = real.join("link");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        assert_eq!(
+            canonical_prefix(&link.join("a/b")),
+            real.join("a/b"),
+            "resolved through the symlink"
+        );
+        assert!(check_not_temp(&link.join("w"), false).is_err() || !real.starts_with("/tmp"));
+        assert!(check_not_temp(&link.join("w"), true).is_ok());
     }
 
     #[test]

@@ -61,6 +61,7 @@ pub enum HoldReason {
     ArchivePushFailed,
     BranchUnproven,
     BranchCheckedOut,
+    TempWorktreeRoot,
 }
 
 impl HoldReason {
@@ -83,7 +84,7 @@ impl HoldReason {
             ConsumerAlive | InUse => {
                 "a process still uses the worktree; see `lease show ID` for holders and retry when they exit"
             }
-            NotRecorded => "`lease exec --adopt PATH -- true` registers it",
+            NotRecorded => "`lease adopt PATH` records it; then retire it again",
             NotRegistered => {
                 "the path is not a registered git worktree; `lease repair PATH` if it was"
             }
@@ -107,6 +108,9 @@ impl HoldReason {
             GitFailed => "run the git command in the detail by hand to see why it failed",
             RepoMissing => "the repository is gone or moved; nothing can be proven",
             RootInsideWorktree => "set LEASE_HOME outside every checkout of the repository",
+            TempWorktreeRoot => {
+                "set `worktree_root` (or LEASE_HOME) outside /tmp, /var/tmp and $TMPDIR, or allow it with --allow-temp-root"
+            }
             PathOccupied => "choose a path that does not exist",
             BranchMoved => {
                 "let restore pick `<branch>-restored-<id prefix>`, or name a new --branch"

@@ -165,15 +165,10 @@ impl Owner {
         }
     }
 
-    /// Returns the caller's default owner: `$LEASE_OWNER`, else `manual:<user name>`.
+    /// Returns the caller's default owner: the policy's `owner` (config or
+    /// `$LEASE_OWNER`), else `manual:<user name>`.
     pub fn of_caller() -> Result<Owner> {
-        match std::env::var("LEASE_OWNER").ok().filter(|o| !o.is_empty()) {
-            Some(o) => Owner::parse(&o),
-            None => Ok(Owner {
-                kind: "manual".into(),
-                name: crate::sys::user_name(crate::sys::euid()),
-            }),
-        }
+        Ok(crate::policy::current().default_owner())
     }
 }
 

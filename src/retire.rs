@@ -110,12 +110,15 @@ struct Held {
 
 impl Engine {
     /// An engine over `reg`; with `dry_run` it decides but changes nothing.
+    /// Declared rebuildable output paths (relative to a worktree's top) come
+    /// from the policy: ignored entries at or below them do not hold, and
+    /// lease deletes them itself, descriptor-relative, right before removal.
     pub fn new(reg: Registry, git: Git, dry_run: bool) -> Engine {
         Engine {
             reg,
             git,
             dry_run,
-            rebuildable: Vec::new(),
+            rebuildable: crate::policy::current().rebuildable_bytes(),
             archive_mode: ArchiveMode::default(),
             delete_branch: false,
         }
@@ -132,14 +135,6 @@ impl Engine {
     /// out nowhere.
     pub fn with_delete_branch(mut self, delete: bool) -> Engine {
         self.delete_branch = delete;
-        self
-    }
-
-    /// Declares output paths (relative to a worktree's top, normal) that are
-    /// rebuildable: ignored entries at or below them do not hold, and lease
-    /// deletes them itself, descriptor-relative, right before removal.
-    pub fn with_rebuildable(mut self, paths: Vec<Vec<u8>>) -> Engine {
-        self.rebuildable = paths;
         self
     }
 
@@ -875,8 +870,9 @@ impl Engine {
     }
 }
 
-/// The trusted remote (SPEC/Words): `origin` if it exists, else the
-/// upstream remote of `branch`, else none. Read in the common git dir.
+/// The trusted remote (SPEC/Words): config `trusted_remote` if set (none if
+/// no such remote exists), else `origin` if it exists, else the upstream
+/// remote of `branch`, else none. Read in the common git dir.
 pub(crate) fn trusted_remote(
     rg: &RepoGit,
     common: &Path,
@@ -887,6 +883,10 @@ pub(crate) fn trusted_remote(
         .lines()
         .map(str::to_string)
         .collect();
+    if let Some(t) = &crate::policy::current().trusted_remote {
+        // Configured: that remote or none (then nothing is durable).
+        return Ok(remotes.contains(&t.value).then(|| t.value.clone()));
+    }
     if remotes.iter().any(|r| r == "origin") {
         return Ok(Some("origin".to_string()));
     }
@@ -985,13 +985,16 @@ fn read_small(path: &Path) -> Option<Vec<u8>> {
 /// Free bytes for unprivileged users on the filesystem of `path` (statvfs(3)
 /// `f_bavail * f_frsize`), 0 if unknown.
 pub fn free_bytes(path: &Path) -> u64 {
+    if crate::fault::disk_full() {
+        return 0;
+    }
     rustix::fs::statvfs(path).map_or(0, |s| s.f_bavail.saturating_mul(s.f_frsize))
 }
 
-/// Whether `LEASE_PROCESS_AUDIT=strict` asks gate 4 to hold when processes of
-/// other users could not be audited (config `process_audit = "strict"`).
+/// Whether config `process_audit = "strict"` (or `LEASE_PROCESS_AUDIT`)
+/// asks gate 4 to hold when processes of other users could not be audited.
 fn strict_audit() -> bool {
-    std::env::var("LEASE_PROCESS_AUDIT").is_ok_and(|v| v == "strict")
+    crate::policy::current().strict_audit()
 }
 
 fn join(pids: &[u32]) -> String {

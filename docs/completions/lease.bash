@@ -16,11 +16,17 @@ _lease() {
             ",$1")
                 cmd="lease"
                 ;;
+            lease,adopt)
+                cmd="lease__subcmd__adopt"
+                ;;
             lease,archive)
                 cmd="lease__subcmd__archive"
                 ;;
             lease,archives)
                 cmd="lease__subcmd__archives"
+                ;;
+            lease,config)
+                cmd="lease__subcmd__config"
                 ;;
             lease,exec)
                 cmd="lease__subcmd__exec"
@@ -79,11 +85,17 @@ _lease() {
             lease__subcmd__archive__subcmd__help,verify)
                 cmd="lease__subcmd__archive__subcmd__help__subcmd__verify"
                 ;;
+            lease__subcmd__help,adopt)
+                cmd="lease__subcmd__help__subcmd__adopt"
+                ;;
             lease__subcmd__help,archive)
                 cmd="lease__subcmd__help__subcmd__archive"
                 ;;
             lease__subcmd__help,archives)
                 cmd="lease__subcmd__help__subcmd__archives"
+                ;;
+            lease__subcmd__help,config)
+                cmd="lease__subcmd__help__subcmd__config"
                 ;;
             lease__subcmd__help,exec)
                 cmd="lease__subcmd__help__subcmd__exec"
@@ -137,7 +149,7 @@ _lease() {
 
     case "${cmd}" in
         lease)
-            opts="-v -q -h -V --verbose --quiet --log-format --help --version exec retire list show hold release reap repair join restore archives archive metrics generate help"
+            opts="-v -q -h -V --verbose --quiet --log-format --config --help --version exec retire list show hold release reap adopt repair join restore archives archive config metrics generate help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -145,6 +157,36 @@ _lease() {
             case "${prev}" in
                 --log-format)
                     COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        lease__subcmd__adopt)
+            opts="-v -q -h --owner --json --verbose --quiet --log-format --config --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --owner)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 *)
@@ -155,7 +197,7 @@ _lease() {
             return 0
             ;;
         lease__subcmd__archive)
-            opts="-v -q -h --verbose --quiet --log-format --help verify drop help"
+            opts="-v -q -h --verbose --quiet --log-format --config --help verify drop help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -163,6 +205,10 @@ _lease() {
             case "${prev}" in
                 --log-format)
                     COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 *)
@@ -173,7 +219,7 @@ _lease() {
             return 0
             ;;
         lease__subcmd__archive__subcmd__drop)
-            opts="-v -q -h --unreachable-ok --json --verbose --quiet --log-format --help"
+            opts="-v -q -h --unreachable-ok --json --verbose --quiet --log-format --config --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -181,6 +227,10 @@ _lease() {
             case "${prev}" in
                 --log-format)
                     COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 *)
@@ -247,7 +297,7 @@ _lease() {
             return 0
             ;;
         lease__subcmd__archive__subcmd__verify)
-            opts="-v -q -h --json --verbose --quiet --log-format --help"
+            opts="-v -q -h --json --verbose --quiet --log-format --config --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -255,6 +305,10 @@ _lease() {
             case "${prev}" in
                 --log-format)
                     COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 *)
@@ -265,7 +319,7 @@ _lease() {
             return 0
             ;;
         lease__subcmd__archives)
-            opts="-v -q -h --json --verbose --quiet --log-format --help"
+            opts="-v -q -h --json --verbose --quiet --log-format --config --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -273,6 +327,32 @@ _lease() {
             case "${prev}" in
                 --log-format)
                     COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        lease__subcmd__config)
+            opts="-v -q -h --show --json --verbose --quiet --log-format --config --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 *)
@@ -283,7 +363,7 @@ _lease() {
             return 0
             ;;
         lease__subcmd__exec)
-            opts="-v -q -h --repo --branch --base --adopt --resume --keep --owner --min-free --rebuildable --json --verbose --quiet --log-format --help"
+            opts="-v -q -h --repo --branch --base --adopt --resume --keep --owner --min-free --reap-if-low --allow-temp-root --rebuildable --json --verbose --quiet --log-format --config --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -325,6 +405,10 @@ _lease() {
                     COMPREPLY=($(compgen -W "text json" -- "${cur}"))
                     return 0
                     ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -333,7 +417,7 @@ _lease() {
             return 0
             ;;
         lease__subcmd__generate)
-            opts="-v -q -h --out --verbose --quiet --log-format --help"
+            opts="-v -q -h --out --verbose --quiet --log-format --config --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -347,6 +431,10 @@ _lease() {
                     COMPREPLY=($(compgen -W "text json" -- "${cur}"))
                     return 0
                     ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -355,8 +443,22 @@ _lease() {
             return 0
             ;;
         lease__subcmd__help)
-            opts="exec retire list show hold release reap repair join restore archives archive metrics generate help"
+            opts="exec retire list show hold release reap adopt repair join restore archives archive config metrics generate help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        lease__subcmd__help__subcmd__adopt)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -411,6 +513,20 @@ _lease() {
             return 0
             ;;
         lease__subcmd__help__subcmd__archives)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        lease__subcmd__help__subcmd__config)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -607,7 +723,7 @@ _lease() {
             return 0
             ;;
         lease__subcmd__hold)
-            opts="-v -q -h --reason --owner --until --json --verbose --quiet --log-format --help"
+            opts="-v -q -h --reason --owner --until --json --verbose --quiet --log-format --config --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -629,6 +745,10 @@ _lease() {
                     COMPREPLY=($(compgen -W "text json" -- "${cur}"))
                     return 0
                     ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -637,7 +757,7 @@ _lease() {
             return 0
             ;;
         lease__subcmd__join)
-            opts="-v -q -h --verbose --quiet --log-format --help"
+            opts="-v -q -h --verbose --quiet --log-format --config --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -645,6 +765,10 @@ _lease() {
             case "${prev}" in
                 --log-format)
                     COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 *)
@@ -655,7 +779,7 @@ _lease() {
             return 0
             ;;
         lease__subcmd__list)
-            opts="-v -q -h --json --verbose --quiet --log-format --help"
+            opts="-v -q -h --json --verbose --quiet --log-format --config --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -663,6 +787,10 @@ _lease() {
             case "${prev}" in
                 --log-format)
                     COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 *)
@@ -673,7 +801,7 @@ _lease() {
             return 0
             ;;
         lease__subcmd__metrics)
-            opts="-v -q -h --out --verbose --quiet --log-format --help"
+            opts="-v -q -h --out --verbose --quiet --log-format --config --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -687,6 +815,10 @@ _lease() {
                     COMPREPLY=($(compgen -W "text json" -- "${cur}"))
                     return 0
                     ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -695,7 +827,7 @@ _lease() {
             return 0
             ;;
         lease__subcmd__reap)
-            opts="-v -q -h --dry-run --apply --archive --json --verbose --quiet --log-format --help"
+            opts="-v -q -h --dry-run --apply --archive --json --verbose --quiet --log-format --config --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -709,6 +841,10 @@ _lease() {
                     COMPREPLY=($(compgen -W "text json" -- "${cur}"))
                     return 0
                     ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -717,7 +853,7 @@ _lease() {
             return 0
             ;;
         lease__subcmd__release)
-            opts="-v -q -h --json --verbose --quiet --log-format --help"
+            opts="-v -q -h --json --verbose --quiet --log-format --config --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -725,6 +861,10 @@ _lease() {
             case "${prev}" in
                 --log-format)
                     COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 *)
@@ -735,7 +875,7 @@ _lease() {
             return 0
             ;;
         lease__subcmd__repair)
-            opts="-v -q -h --dry-run --json --verbose --quiet --log-format --help"
+            opts="-v -q -h --dry-run --json --verbose --quiet --log-format --config --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -743,6 +883,10 @@ _lease() {
             case "${prev}" in
                 --log-format)
                     COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 *)
@@ -753,7 +897,7 @@ _lease() {
             return 0
             ;;
         lease__subcmd__restore)
-            opts="-v -q -h --to --branch --again --json --verbose --quiet --log-format --help"
+            opts="-v -q -h --to --branch --again --json --verbose --quiet --log-format --config --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -771,6 +915,10 @@ _lease() {
                     COMPREPLY=($(compgen -W "text json" -- "${cur}"))
                     return 0
                     ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -779,7 +927,7 @@ _lease() {
             return 0
             ;;
         lease__subcmd__retire)
-            opts="-v -q -h --all --dry-run --rebuildable --archive --delete-branch --json --verbose --quiet --log-format --help"
+            opts="-v -q -h --all --dry-run --rebuildable --archive --delete-branch --json --verbose --quiet --log-format --config --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -797,6 +945,10 @@ _lease() {
                     COMPREPLY=($(compgen -W "text json" -- "${cur}"))
                     return 0
                     ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -805,7 +957,7 @@ _lease() {
             return 0
             ;;
         lease__subcmd__show)
-            opts="-v -q -h --json --verbose --quiet --log-format --help"
+            opts="-v -q -h --json --verbose --quiet --log-format --config --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -813,6 +965,10 @@ _lease() {
             case "${prev}" in
                 --log-format)
                     COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 *)

@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_lease_global_optspecs
-    string join \n v/verbose q/quiet log-format= h/help V/version
+    string join \n v/verbose q/quiet log-format= config= h/help V/version
 end
 
 function __fish_lease_needs_command
@@ -26,6 +26,7 @@ end
 
 complete -c lease -n "__fish_lease_needs_command" -l log-format -d 'Log line format on stderr (RUST_LOG, when set, chooses what is logged)' -r -f -a "text\t'Human-readable lines'
 json\t'One JSON object per line, for machines'"
+complete -c lease -n "__fish_lease_needs_command" -l config -d 'Config file read after the system and user files (also $LEASE_CONFIG)' -r -F
 complete -c lease -n "__fish_lease_needs_command" -s v -l verbose -d 'Log more to stderr (-v info, -vv debug, -vvv trace; default warn)'
 complete -c lease -n "__fish_lease_needs_command" -s q -l quiet -d 'Log less to stderr (-q errors only, -qq nothing)'
 complete -c lease -n "__fish_lease_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -37,11 +38,13 @@ complete -c lease -n "__fish_lease_needs_command" -f -a "show" -d 'Show one reco
 complete -c lease -n "__fish_lease_needs_command" -f -a "hold" -d 'Keep a worktree for a named owner (the record becomes retained)'
 complete -c lease -n "__fish_lease_needs_command" -f -a "release" -d 'Let a retained worktree be retired again (retained -> terminal)'
 complete -c lease -n "__fish_lease_needs_command" -f -a "reap" -d 'Reconcile: finish what crashes left half-done, retire candidates, report orphans. A dry run unless --apply'
+complete -c lease -n "__fish_lease_needs_command" -f -a "adopt" -d 'Record an unrecorded linked worktree as adopted and terminal, running nothing'
 complete -c lease -n "__fish_lease_needs_command" -f -a "repair" -d 'Remove the registration of one worktree whose directory is missing'
 complete -c lease -n "__fish_lease_needs_command" -f -a "join" -d 'Take the lease named by LEASE_* again and run a command holding it'
 complete -c lease -n "__fish_lease_needs_command" -f -a "restore" -d 'Bring back an archived worktree: a new leased worktree at the archived HEAD, after re-verifying the bundle. One-shot per archive'
 complete -c lease -n "__fish_lease_needs_command" -f -a "archives" -d 'List the records that have archives'
 complete -c lease -n "__fish_lease_needs_command" -f -a "archive" -d 'Work with one archive'
+complete -c lease -n "__fish_lease_needs_command" -f -a "config" -d 'Show the effective policy and where each value came from'
 complete -c lease -n "__fish_lease_needs_command" -f -a "metrics" -d 'Print Prometheus metrics of the state root (for node_exporter\'s textfile collector)'
 complete -c lease -n "__fish_lease_needs_command" -f -a "generate" -d 'Write the man page and shell completions (for packagers and scripts/gen-docs)'
 complete -c lease -n "__fish_lease_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
@@ -50,22 +53,26 @@ complete -c lease -n "__fish_lease_using_subcommand exec" -l branch -d 'Branch t
 complete -c lease -n "__fish_lease_using_subcommand exec" -l base -d 'Base commit for a new branch (default: the repository\'s HEAD)' -r
 complete -c lease -n "__fish_lease_using_subcommand exec" -l adopt -d 'Lease an existing linked worktree instead of creating one' -r -F
 complete -c lease -n "__fish_lease_using_subcommand exec" -l resume -d 'Run in the worktree of a retained or terminal record (a new session)' -r
-complete -c lease -n "__fish_lease_using_subcommand exec" -l owner -d 'Owner as KIND:NAME (default: $LEASE_OWNER, else manual:USER)' -r
-complete -c lease -n "__fish_lease_using_subcommand exec" -l min-free -d 'Free-space watermark, bytes with a unit or a percentage (default 1G; $LEASE_MIN_FREE)' -r
-complete -c lease -n "__fish_lease_using_subcommand exec" -l rebuildable -d 'Output path (relative to the worktree top) that may be deleted: ignored files there do not hold the after-exit retire' -r
+complete -c lease -n "__fish_lease_using_subcommand exec" -l owner -d 'Owner as KIND:NAME (default: config `owner` or $LEASE_OWNER, else manual:USER)' -r
+complete -c lease -n "__fish_lease_using_subcommand exec" -l min-free -d 'Free-space watermark, bytes with a unit or a percentage (default 1G); joins config and $LEASE_MIN_FREE, the larger wins' -r
+complete -c lease -n "__fish_lease_using_subcommand exec" -l rebuildable -d 'Output path (relative to the worktree top) that may be deleted: ignored files there do not hold the after-exit retire (intersected with config)' -r
 complete -c lease -n "__fish_lease_using_subcommand exec" -l log-format -d 'Log line format on stderr (RUST_LOG, when set, chooses what is logged)' -r -f -a "text\t'Human-readable lines'
 json\t'One JSON object per line, for machines'"
+complete -c lease -n "__fish_lease_using_subcommand exec" -l config -d 'Config file read after the system and user files (also $LEASE_CONFIG)' -r -F
 complete -c lease -n "__fish_lease_using_subcommand exec" -l keep -d 'Keep the worktree after the command exits (record it `retained`)'
+complete -c lease -n "__fish_lease_using_subcommand exec" -l reap-if-low -d 'Below the watermark, run a safe reap (as `lease reap --apply`, not waiting for another reaper), then check again'
+complete -c lease -n "__fish_lease_using_subcommand exec" -l allow-temp-root -d 'Allow a worktree root under /tmp, /var/tmp or $TMPDIR (unless a config layer says false)'
 complete -c lease -n "__fish_lease_using_subcommand exec" -l json -d 'Print the after-exit retire disposition as JSON on stderr'
 complete -c lease -n "__fish_lease_using_subcommand exec" -s v -l verbose -d 'Log more to stderr (-v info, -vv debug, -vvv trace; default warn)'
 complete -c lease -n "__fish_lease_using_subcommand exec" -s q -l quiet -d 'Log less to stderr (-q errors only, -qq nothing)'
 complete -c lease -n "__fish_lease_using_subcommand exec" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c lease -n "__fish_lease_using_subcommand retire" -l rebuildable -d 'Output path (relative to the worktree top, e.g. `target`) declared rebuildable: ignored files there do not hold and are deleted by lease (also `$LEASE_REBUILDABLE`, `:`-separated)' -r
+complete -c lease -n "__fish_lease_using_subcommand retire" -l rebuildable -d 'Output path (relative to the worktree top, e.g. `target`) declared rebuildable: ignored files there do not hold and are deleted by lease (intersected with config `rebuildable` and `$LEASE_REBUILDABLE`)' -r
 complete -c lease -n "__fish_lease_using_subcommand retire" -l archive -d 'Where commits that are not durable are archived: a verified bundle under the state root, archival refs pushed to the trusted remote and read back, or both' -r -f -a "bundle\t'A verified bundle under the state root'
 remote\t'Archival refs pushed to the trusted remote and read back'
 both\t'Both a bundle and archival refs'"
 complete -c lease -n "__fish_lease_using_subcommand retire" -l log-format -d 'Log line format on stderr (RUST_LOG, when set, chooses what is logged)' -r -f -a "text\t'Human-readable lines'
 json\t'One JSON object per line, for machines'"
+complete -c lease -n "__fish_lease_using_subcommand retire" -l config -d 'Config file read after the system and user files (also $LEASE_CONFIG)' -r -F
 complete -c lease -n "__fish_lease_using_subcommand retire" -l all -d 'Every terminal or interrupted record'
 complete -c lease -n "__fish_lease_using_subcommand retire" -l dry-run -d 'Say what would happen; change nothing, take no lock'
 complete -c lease -n "__fish_lease_using_subcommand retire" -l delete-branch -d 'After a removal, delete the task branch if its tip is durable or archived and it is checked out nowhere (kept otherwise, exit 1)'
@@ -75,27 +82,31 @@ complete -c lease -n "__fish_lease_using_subcommand retire" -s q -l quiet -d 'Lo
 complete -c lease -n "__fish_lease_using_subcommand retire" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c lease -n "__fish_lease_using_subcommand list" -l log-format -d 'Log line format on stderr (RUST_LOG, when set, chooses what is logged)' -r -f -a "text\t'Human-readable lines'
 json\t'One JSON object per line, for machines'"
+complete -c lease -n "__fish_lease_using_subcommand list" -l config -d 'Config file read after the system and user files (also $LEASE_CONFIG)' -r -F
 complete -c lease -n "__fish_lease_using_subcommand list" -l json -d 'Print JSON'
 complete -c lease -n "__fish_lease_using_subcommand list" -s v -l verbose -d 'Log more to stderr (-v info, -vv debug, -vvv trace; default warn)'
 complete -c lease -n "__fish_lease_using_subcommand list" -s q -l quiet -d 'Log less to stderr (-q errors only, -qq nothing)'
 complete -c lease -n "__fish_lease_using_subcommand list" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c lease -n "__fish_lease_using_subcommand show" -l log-format -d 'Log line format on stderr (RUST_LOG, when set, chooses what is logged)' -r -f -a "text\t'Human-readable lines'
 json\t'One JSON object per line, for machines'"
+complete -c lease -n "__fish_lease_using_subcommand show" -l config -d 'Config file read after the system and user files (also $LEASE_CONFIG)' -r -F
 complete -c lease -n "__fish_lease_using_subcommand show" -l json -d 'Print JSON'
 complete -c lease -n "__fish_lease_using_subcommand show" -s v -l verbose -d 'Log more to stderr (-v info, -vv debug, -vvv trace; default warn)'
 complete -c lease -n "__fish_lease_using_subcommand show" -s q -l quiet -d 'Log less to stderr (-q errors only, -qq nothing)'
 complete -c lease -n "__fish_lease_using_subcommand show" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c lease -n "__fish_lease_using_subcommand hold" -l reason -d 'Why it is kept' -r
-complete -c lease -n "__fish_lease_using_subcommand hold" -l owner -d 'Who keeps it, as KIND:NAME (default: $LEASE_OWNER, else manual:USER)' -r
+complete -c lease -n "__fish_lease_using_subcommand hold" -l owner -d 'Who keeps it, as KIND:NAME (default: config `owner` or $LEASE_OWNER, else manual:USER)' -r
 complete -c lease -n "__fish_lease_using_subcommand hold" -l until -d 'Until when: RFC 3339 or a span such as 7d or 12h (default: no expiry)' -r
 complete -c lease -n "__fish_lease_using_subcommand hold" -l log-format -d 'Log line format on stderr (RUST_LOG, when set, chooses what is logged)' -r -f -a "text\t'Human-readable lines'
 json\t'One JSON object per line, for machines'"
+complete -c lease -n "__fish_lease_using_subcommand hold" -l config -d 'Config file read after the system and user files (also $LEASE_CONFIG)' -r -F
 complete -c lease -n "__fish_lease_using_subcommand hold" -l json -d 'Print JSON'
 complete -c lease -n "__fish_lease_using_subcommand hold" -s v -l verbose -d 'Log more to stderr (-v info, -vv debug, -vvv trace; default warn)'
 complete -c lease -n "__fish_lease_using_subcommand hold" -s q -l quiet -d 'Log less to stderr (-q errors only, -qq nothing)'
 complete -c lease -n "__fish_lease_using_subcommand hold" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c lease -n "__fish_lease_using_subcommand release" -l log-format -d 'Log line format on stderr (RUST_LOG, when set, chooses what is logged)' -r -f -a "text\t'Human-readable lines'
 json\t'One JSON object per line, for machines'"
+complete -c lease -n "__fish_lease_using_subcommand release" -l config -d 'Config file read after the system and user files (also $LEASE_CONFIG)' -r -F
 complete -c lease -n "__fish_lease_using_subcommand release" -l json -d 'Print JSON'
 complete -c lease -n "__fish_lease_using_subcommand release" -s v -l verbose -d 'Log more to stderr (-v info, -vv debug, -vvv trace; default warn)'
 complete -c lease -n "__fish_lease_using_subcommand release" -s q -l quiet -d 'Log less to stderr (-q errors only, -qq nothing)'
@@ -105,14 +116,24 @@ remote\t'Archival refs pushed to the trusted remote and read back'
 both\t'Both a bundle and archival refs'"
 complete -c lease -n "__fish_lease_using_subcommand reap" -l log-format -d 'Log line format on stderr (RUST_LOG, when set, chooses what is logged)' -r -f -a "text\t'Human-readable lines'
 json\t'One JSON object per line, for machines'"
+complete -c lease -n "__fish_lease_using_subcommand reap" -l config -d 'Config file read after the system and user files (also $LEASE_CONFIG)' -r -F
 complete -c lease -n "__fish_lease_using_subcommand reap" -l dry-run -d 'Say what would happen; change nothing (the default)'
 complete -c lease -n "__fish_lease_using_subcommand reap" -l apply -d 'Act: finish, retire and persist orphans'
 complete -c lease -n "__fish_lease_using_subcommand reap" -l json -d 'Print the report as JSON'
 complete -c lease -n "__fish_lease_using_subcommand reap" -s v -l verbose -d 'Log more to stderr (-v info, -vv debug, -vvv trace; default warn)'
 complete -c lease -n "__fish_lease_using_subcommand reap" -s q -l quiet -d 'Log less to stderr (-q errors only, -qq nothing)'
 complete -c lease -n "__fish_lease_using_subcommand reap" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c lease -n "__fish_lease_using_subcommand adopt" -l owner -d 'Owner as KIND:NAME (default: config `owner` or $LEASE_OWNER, else manual:USER)' -r
+complete -c lease -n "__fish_lease_using_subcommand adopt" -l log-format -d 'Log line format on stderr (RUST_LOG, when set, chooses what is logged)' -r -f -a "text\t'Human-readable lines'
+json\t'One JSON object per line, for machines'"
+complete -c lease -n "__fish_lease_using_subcommand adopt" -l config -d 'Config file read after the system and user files (also $LEASE_CONFIG)' -r -F
+complete -c lease -n "__fish_lease_using_subcommand adopt" -l json -d 'Print JSON'
+complete -c lease -n "__fish_lease_using_subcommand adopt" -s v -l verbose -d 'Log more to stderr (-v info, -vv debug, -vvv trace; default warn)'
+complete -c lease -n "__fish_lease_using_subcommand adopt" -s q -l quiet -d 'Log less to stderr (-q errors only, -qq nothing)'
+complete -c lease -n "__fish_lease_using_subcommand adopt" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c lease -n "__fish_lease_using_subcommand repair" -l log-format -d 'Log line format on stderr (RUST_LOG, when set, chooses what is logged)' -r -f -a "text\t'Human-readable lines'
 json\t'One JSON object per line, for machines'"
+complete -c lease -n "__fish_lease_using_subcommand repair" -l config -d 'Config file read after the system and user files (also $LEASE_CONFIG)' -r -F
 complete -c lease -n "__fish_lease_using_subcommand repair" -l dry-run -d 'Say what would happen; change nothing'
 complete -c lease -n "__fish_lease_using_subcommand repair" -l json -d 'Print the report as JSON'
 complete -c lease -n "__fish_lease_using_subcommand repair" -s v -l verbose -d 'Log more to stderr (-v info, -vv debug, -vvv trace; default warn)'
@@ -120,6 +141,7 @@ complete -c lease -n "__fish_lease_using_subcommand repair" -s q -l quiet -d 'Lo
 complete -c lease -n "__fish_lease_using_subcommand repair" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c lease -n "__fish_lease_using_subcommand join" -l log-format -d 'Log line format on stderr (RUST_LOG, when set, chooses what is logged)' -r -f -a "text\t'Human-readable lines'
 json\t'One JSON object per line, for machines'"
+complete -c lease -n "__fish_lease_using_subcommand join" -l config -d 'Config file read after the system and user files (also $LEASE_CONFIG)' -r -F
 complete -c lease -n "__fish_lease_using_subcommand join" -s v -l verbose -d 'Log more to stderr (-v info, -vv debug, -vvv trace; default warn)'
 complete -c lease -n "__fish_lease_using_subcommand join" -s q -l quiet -d 'Log less to stderr (-q errors only, -qq nothing)'
 complete -c lease -n "__fish_lease_using_subcommand join" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -127,6 +149,7 @@ complete -c lease -n "__fish_lease_using_subcommand restore" -l to -d 'Where to 
 complete -c lease -n "__fish_lease_using_subcommand restore" -l branch -d 'Branch name to use (held `branch-moved` if it exists elsewhere)' -r
 complete -c lease -n "__fish_lease_using_subcommand restore" -l log-format -d 'Log line format on stderr (RUST_LOG, when set, chooses what is logged)' -r -f -a "text\t'Human-readable lines'
 json\t'One JSON object per line, for machines'"
+complete -c lease -n "__fish_lease_using_subcommand restore" -l config -d 'Config file read after the system and user files (also $LEASE_CONFIG)' -r -F
 complete -c lease -n "__fish_lease_using_subcommand restore" -l again -d 'Restore again although the archive was restored before'
 complete -c lease -n "__fish_lease_using_subcommand restore" -l json -d 'Print JSON'
 complete -c lease -n "__fish_lease_using_subcommand restore" -s v -l verbose -d 'Log more to stderr (-v info, -vv debug, -vvv trace; default warn)'
@@ -134,12 +157,14 @@ complete -c lease -n "__fish_lease_using_subcommand restore" -s q -l quiet -d 'L
 complete -c lease -n "__fish_lease_using_subcommand restore" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c lease -n "__fish_lease_using_subcommand archives" -l log-format -d 'Log line format on stderr (RUST_LOG, when set, chooses what is logged)' -r -f -a "text\t'Human-readable lines'
 json\t'One JSON object per line, for machines'"
+complete -c lease -n "__fish_lease_using_subcommand archives" -l config -d 'Config file read after the system and user files (also $LEASE_CONFIG)' -r -F
 complete -c lease -n "__fish_lease_using_subcommand archives" -l json -d 'Print JSON'
 complete -c lease -n "__fish_lease_using_subcommand archives" -s v -l verbose -d 'Log more to stderr (-v info, -vv debug, -vvv trace; default warn)'
 complete -c lease -n "__fish_lease_using_subcommand archives" -s q -l quiet -d 'Log less to stderr (-q errors only, -qq nothing)'
 complete -c lease -n "__fish_lease_using_subcommand archives" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c lease -n "__fish_lease_using_subcommand archive; and not __fish_seen_subcommand_from verify drop help" -l log-format -d 'Log line format on stderr (RUST_LOG, when set, chooses what is logged)' -r -f -a "text\t'Human-readable lines'
 json\t'One JSON object per line, for machines'"
+complete -c lease -n "__fish_lease_using_subcommand archive; and not __fish_seen_subcommand_from verify drop help" -l config -d 'Config file read after the system and user files (also $LEASE_CONFIG)' -r -F
 complete -c lease -n "__fish_lease_using_subcommand archive; and not __fish_seen_subcommand_from verify drop help" -s v -l verbose -d 'Log more to stderr (-v info, -vv debug, -vvv trace; default warn)'
 complete -c lease -n "__fish_lease_using_subcommand archive; and not __fish_seen_subcommand_from verify drop help" -s q -l quiet -d 'Log less to stderr (-q errors only, -qq nothing)'
 complete -c lease -n "__fish_lease_using_subcommand archive; and not __fish_seen_subcommand_from verify drop help" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -148,12 +173,14 @@ complete -c lease -n "__fish_lease_using_subcommand archive; and not __fish_seen
 complete -c lease -n "__fish_lease_using_subcommand archive; and not __fish_seen_subcommand_from verify drop help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c lease -n "__fish_lease_using_subcommand archive; and __fish_seen_subcommand_from verify" -l log-format -d 'Log line format on stderr (RUST_LOG, when set, chooses what is logged)' -r -f -a "text\t'Human-readable lines'
 json\t'One JSON object per line, for machines'"
+complete -c lease -n "__fish_lease_using_subcommand archive; and __fish_seen_subcommand_from verify" -l config -d 'Config file read after the system and user files (also $LEASE_CONFIG)' -r -F
 complete -c lease -n "__fish_lease_using_subcommand archive; and __fish_seen_subcommand_from verify" -l json -d 'Print JSON'
 complete -c lease -n "__fish_lease_using_subcommand archive; and __fish_seen_subcommand_from verify" -s v -l verbose -d 'Log more to stderr (-v info, -vv debug, -vvv trace; default warn)'
 complete -c lease -n "__fish_lease_using_subcommand archive; and __fish_seen_subcommand_from verify" -s q -l quiet -d 'Log less to stderr (-q errors only, -qq nothing)'
 complete -c lease -n "__fish_lease_using_subcommand archive; and __fish_seen_subcommand_from verify" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c lease -n "__fish_lease_using_subcommand archive; and __fish_seen_subcommand_from drop" -l log-format -d 'Log line format on stderr (RUST_LOG, when set, chooses what is logged)' -r -f -a "text\t'Human-readable lines'
 json\t'One JSON object per line, for machines'"
+complete -c lease -n "__fish_lease_using_subcommand archive; and __fish_seen_subcommand_from drop" -l config -d 'Config file read after the system and user files (also $LEASE_CONFIG)' -r -F
 complete -c lease -n "__fish_lease_using_subcommand archive; and __fish_seen_subcommand_from drop" -l unreachable-ok -d 'Drop it even though some commits exist nowhere else (written to the audit log)'
 complete -c lease -n "__fish_lease_using_subcommand archive; and __fish_seen_subcommand_from drop" -l json -d 'Print JSON'
 complete -c lease -n "__fish_lease_using_subcommand archive; and __fish_seen_subcommand_from drop" -s v -l verbose -d 'Log more to stderr (-v info, -vv debug, -vvv trace; default warn)'
@@ -162,32 +189,44 @@ complete -c lease -n "__fish_lease_using_subcommand archive; and __fish_seen_sub
 complete -c lease -n "__fish_lease_using_subcommand archive; and __fish_seen_subcommand_from help" -f -a "verify" -d 'Re-verify an archive (sha256, unbundle with fsck): exit 0 or 1'
 complete -c lease -n "__fish_lease_using_subcommand archive; and __fish_seen_subcommand_from help" -f -a "drop" -d 'Delete an archive (bundle and archive record) once every commit it holds is reachable from the trusted remote\'s branches, confirmed with `git ls-remote`; held `archive-unreachable` otherwise (exit 1)'
 complete -c lease -n "__fish_lease_using_subcommand archive; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c lease -n "__fish_lease_using_subcommand config" -l log-format -d 'Log line format on stderr (RUST_LOG, when set, chooses what is logged)' -r -f -a "text\t'Human-readable lines'
+json\t'One JSON object per line, for machines'"
+complete -c lease -n "__fish_lease_using_subcommand config" -l config -d 'Config file read after the system and user files (also $LEASE_CONFIG)' -r -F
+complete -c lease -n "__fish_lease_using_subcommand config" -l show -d 'Show the effective values (the default and only action)'
+complete -c lease -n "__fish_lease_using_subcommand config" -l json -d 'Print JSON'
+complete -c lease -n "__fish_lease_using_subcommand config" -s v -l verbose -d 'Log more to stderr (-v info, -vv debug, -vvv trace; default warn)'
+complete -c lease -n "__fish_lease_using_subcommand config" -s q -l quiet -d 'Log less to stderr (-q errors only, -qq nothing)'
+complete -c lease -n "__fish_lease_using_subcommand config" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c lease -n "__fish_lease_using_subcommand metrics" -l out -d 'Write to FILE atomically (a temp file in its directory, then rename) instead of stdout' -r -F
 complete -c lease -n "__fish_lease_using_subcommand metrics" -l log-format -d 'Log line format on stderr (RUST_LOG, when set, chooses what is logged)' -r -f -a "text\t'Human-readable lines'
 json\t'One JSON object per line, for machines'"
+complete -c lease -n "__fish_lease_using_subcommand metrics" -l config -d 'Config file read after the system and user files (also $LEASE_CONFIG)' -r -F
 complete -c lease -n "__fish_lease_using_subcommand metrics" -s v -l verbose -d 'Log more to stderr (-v info, -vv debug, -vvv trace; default warn)'
 complete -c lease -n "__fish_lease_using_subcommand metrics" -s q -l quiet -d 'Log less to stderr (-q errors only, -qq nothing)'
 complete -c lease -n "__fish_lease_using_subcommand metrics" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c lease -n "__fish_lease_using_subcommand generate" -l out -d 'Directory to write `man/lease.1` and `completions/` into' -r -F
 complete -c lease -n "__fish_lease_using_subcommand generate" -l log-format -d 'Log line format on stderr (RUST_LOG, when set, chooses what is logged)' -r -f -a "text\t'Human-readable lines'
 json\t'One JSON object per line, for machines'"
+complete -c lease -n "__fish_lease_using_subcommand generate" -l config -d 'Config file read after the system and user files (also $LEASE_CONFIG)' -r -F
 complete -c lease -n "__fish_lease_using_subcommand generate" -s v -l verbose -d 'Log more to stderr (-v info, -vv debug, -vvv trace; default warn)'
 complete -c lease -n "__fish_lease_using_subcommand generate" -s q -l quiet -d 'Log less to stderr (-q errors only, -qq nothing)'
 complete -c lease -n "__fish_lease_using_subcommand generate" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c lease -n "__fish_lease_using_subcommand help; and not __fish_seen_subcommand_from exec retire list show hold release reap repair join restore archives archive metrics generate help" -f -a "exec" -d 'Run a command in a leased worktree (created, or adopted with --adopt)'
-complete -c lease -n "__fish_lease_using_subcommand help; and not __fish_seen_subcommand_from exec retire list show hold release reap repair join restore archives archive metrics generate help" -f -a "retire" -d 'Remove worktrees nobody uses and nothing would be lost from'
-complete -c lease -n "__fish_lease_using_subcommand help; and not __fish_seen_subcommand_from exec retire list show hold release reap repair join restore archives archive metrics generate help" -f -a "list" -d 'List records, their states and holders'
-complete -c lease -n "__fish_lease_using_subcommand help; and not __fish_seen_subcommand_from exec retire list show hold release reap repair join restore archives archive metrics generate help" -f -a "show" -d 'Show one record'
-complete -c lease -n "__fish_lease_using_subcommand help; and not __fish_seen_subcommand_from exec retire list show hold release reap repair join restore archives archive metrics generate help" -f -a "hold" -d 'Keep a worktree for a named owner (the record becomes retained)'
-complete -c lease -n "__fish_lease_using_subcommand help; and not __fish_seen_subcommand_from exec retire list show hold release reap repair join restore archives archive metrics generate help" -f -a "release" -d 'Let a retained worktree be retired again (retained -> terminal)'
-complete -c lease -n "__fish_lease_using_subcommand help; and not __fish_seen_subcommand_from exec retire list show hold release reap repair join restore archives archive metrics generate help" -f -a "reap" -d 'Reconcile: finish what crashes left half-done, retire candidates, report orphans. A dry run unless --apply'
-complete -c lease -n "__fish_lease_using_subcommand help; and not __fish_seen_subcommand_from exec retire list show hold release reap repair join restore archives archive metrics generate help" -f -a "repair" -d 'Remove the registration of one worktree whose directory is missing'
-complete -c lease -n "__fish_lease_using_subcommand help; and not __fish_seen_subcommand_from exec retire list show hold release reap repair join restore archives archive metrics generate help" -f -a "join" -d 'Take the lease named by LEASE_* again and run a command holding it'
-complete -c lease -n "__fish_lease_using_subcommand help; and not __fish_seen_subcommand_from exec retire list show hold release reap repair join restore archives archive metrics generate help" -f -a "restore" -d 'Bring back an archived worktree: a new leased worktree at the archived HEAD, after re-verifying the bundle. One-shot per archive'
-complete -c lease -n "__fish_lease_using_subcommand help; and not __fish_seen_subcommand_from exec retire list show hold release reap repair join restore archives archive metrics generate help" -f -a "archives" -d 'List the records that have archives'
-complete -c lease -n "__fish_lease_using_subcommand help; and not __fish_seen_subcommand_from exec retire list show hold release reap repair join restore archives archive metrics generate help" -f -a "archive" -d 'Work with one archive'
-complete -c lease -n "__fish_lease_using_subcommand help; and not __fish_seen_subcommand_from exec retire list show hold release reap repair join restore archives archive metrics generate help" -f -a "metrics" -d 'Print Prometheus metrics of the state root (for node_exporter\'s textfile collector)'
-complete -c lease -n "__fish_lease_using_subcommand help; and not __fish_seen_subcommand_from exec retire list show hold release reap repair join restore archives archive metrics generate help" -f -a "generate" -d 'Write the man page and shell completions (for packagers and scripts/gen-docs)'
-complete -c lease -n "__fish_lease_using_subcommand help; and not __fish_seen_subcommand_from exec retire list show hold release reap repair join restore archives archive metrics generate help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c lease -n "__fish_lease_using_subcommand help; and not __fish_seen_subcommand_from exec retire list show hold release reap adopt repair join restore archives archive config metrics generate help" -f -a "exec" -d 'Run a command in a leased worktree (created, or adopted with --adopt)'
+complete -c lease -n "__fish_lease_using_subcommand help; and not __fish_seen_subcommand_from exec retire list show hold release reap adopt repair join restore archives archive config metrics generate help" -f -a "retire" -d 'Remove worktrees nobody uses and nothing would be lost from'
+complete -c lease -n "__fish_lease_using_subcommand help; and not __fish_seen_subcommand_from exec retire list show hold release reap adopt repair join restore archives archive config metrics generate help" -f -a "list" -d 'List records, their states and holders'
+complete -c lease -n "__fish_lease_using_subcommand help; and not __fish_seen_subcommand_from exec retire list show hold release reap adopt repair join restore archives archive config metrics generate help" -f -a "show" -d 'Show one record'
+complete -c lease -n "__fish_lease_using_subcommand help; and not __fish_seen_subcommand_from exec retire list show hold release reap adopt repair join restore archives archive config metrics generate help" -f -a "hold" -d 'Keep a worktree for a named owner (the record becomes retained)'
+complete -c lease -n "__fish_lease_using_subcommand help; and not __fish_seen_subcommand_from exec retire list show hold release reap adopt repair join restore archives archive config metrics generate help" -f -a "release" -d 'Let a retained worktree be retired again (retained -> terminal)'
+complete -c lease -n "__fish_lease_using_subcommand help; and not __fish_seen_subcommand_from exec retire list show hold release reap adopt repair join restore archives archive config metrics generate help" -f -a "reap" -d 'Reconcile: finish what crashes left half-done, retire candidates, report orphans. A dry run unless --apply'
+complete -c lease -n "__fish_lease_using_subcommand help; and not __fish_seen_subcommand_from exec retire list show hold release reap adopt repair join restore archives archive config metrics generate help" -f -a "adopt" -d 'Record an unrecorded linked worktree as adopted and terminal, running nothing'
+complete -c lease -n "__fish_lease_using_subcommand help; and not __fish_seen_subcommand_from exec retire list show hold release reap adopt repair join restore archives archive config metrics generate help" -f -a "repair" -d 'Remove the registration of one worktree whose directory is missing'
+complete -c lease -n "__fish_lease_using_subcommand help; and not __fish_seen_subcommand_from exec retire list show hold release reap adopt repair join restore archives archive config metrics generate help" -f -a "join" -d 'Take the lease named by LEASE_* again and run a command holding it'
+complete -c lease -n "__fish_lease_using_subcommand help; and not __fish_seen_subcommand_from exec retire list show hold release reap adopt repair join restore archives archive config metrics generate help" -f -a "restore" -d 'Bring back an archived worktree: a new leased worktree at the archived HEAD, after re-verifying the bundle. One-shot per archive'
+complete -c lease -n "__fish_lease_using_subcommand help; and not __fish_seen_subcommand_from exec retire list show hold release reap adopt repair join restore archives archive config metrics generate help" -f -a "archives" -d 'List the records that have archives'
+complete -c lease -n "__fish_lease_using_subcommand help; and not __fish_seen_subcommand_from exec retire list show hold release reap adopt repair join restore archives archive config metrics generate help" -f -a "archive" -d 'Work with one archive'
+complete -c lease -n "__fish_lease_using_subcommand help; and not __fish_seen_subcommand_from exec retire list show hold release reap adopt repair join restore archives archive config metrics generate help" -f -a "config" -d 'Show the effective policy and where each value came from'
+complete -c lease -n "__fish_lease_using_subcommand help; and not __fish_seen_subcommand_from exec retire list show hold release reap adopt repair join restore archives archive config metrics generate help" -f -a "metrics" -d 'Print Prometheus metrics of the state root (for node_exporter\'s textfile collector)'
+complete -c lease -n "__fish_lease_using_subcommand help; and not __fish_seen_subcommand_from exec retire list show hold release reap adopt repair join restore archives archive config metrics generate help" -f -a "generate" -d 'Write the man page and shell completions (for packagers and scripts/gen-docs)'
+complete -c lease -n "__fish_lease_using_subcommand help; and not __fish_seen_subcommand_from exec retire list show hold release reap adopt repair join restore archives archive config metrics generate help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c lease -n "__fish_lease_using_subcommand help; and __fish_seen_subcommand_from archive" -f -a "verify" -d 'Re-verify an archive (sha256, unbundle with fsck): exit 0 or 1'
 complete -c lease -n "__fish_lease_using_subcommand help; and __fish_seen_subcommand_from archive" -f -a "drop" -d 'Delete an archive (bundle and archive record) once every commit it holds is reachable from the trusted remote\'s branches, confirmed with `git ls-remote`; held `archive-unreachable` otherwise (exit 1)'

@@ -199,6 +199,11 @@ fn render_reap(r: &crate::reap::ReapReport) -> Vec<String> {
             .as_deref()
             .map(|t| format!("; first seen {t}"))
             .unwrap_or_default();
+        let seen = if o.past_grace {
+            format!("{seen} (past the orphan grace)")
+        } else {
+            seen
+        };
         out.push(format!("orphan `{}`: {what}{seen}", o.path));
         out.push(format!("  hint: {}", o.next));
     }

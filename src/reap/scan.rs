@@ -54,6 +54,9 @@ pub struct Orphan {
     pub repo: Option<String>,
     /// When a reap first saw it (`None`: a dry run sees it for the first time).
     pub first_seen: Option<String>,
+    /// True once it was first seen longer ago than config `orphan_grace`:
+    /// worth a look (it is still never deleted).
+    pub past_grace: bool,
     /// What to do next.
     pub next: String,
 }
@@ -113,6 +116,10 @@ pub(super) fn scan_orphans(
             None if apply => Some(now.clone()),
             None => None,
         };
+        o.past_grace = o
+            .first_seen
+            .as_deref()
+            .is_some_and(|t| past_grace(t, crate::policy::current().orphan_grace.value));
         if let Some(t) = &o.first_seen {
             seen.insert(
                 o.path.clone(),
@@ -130,6 +137,15 @@ pub(super) fn scan_orphans(
         report.errors.push(e.to_string());
     }
     report.orphans = found.into_values().collect();
+}
+
+/// True if `first_seen` (RFC 3339) lies more than `grace_secs` in the past;
+/// an unreadable time is not past grace (nothing is inferred from it).
+fn past_grace(first_seen: &str, grace_secs: u64) -> bool {
+    humantime::parse_rfc3339(first_seen)
+        .ok()
+        .and_then(|t| std::time::SystemTime::now().duration_since(t).ok())
+        .is_some_and(|age| age.as_secs() > grace_secs)
 }
 
 fn scan_roots(
@@ -323,6 +339,7 @@ fn add_orphan(
         registered: false,
         repo: None,
         first_seen: None,
+        past_grace: false,
         next: String::new(),
     });
     o.in_root |= in_root;
@@ -336,7 +353,7 @@ fn add_orphan(
             "the directory is gone: `lease repair {shown}` removes this one registration (never a repository-wide prune)"
         ),
         (true, _) => format!(
-            "`lease exec --adopt {shown} -- true` records it so the retire gates can take it; reap never deletes an orphan"
+            "`lease adopt {shown}` records it, then `lease retire {shown}` takes it through the gates; reap never deletes an orphan"
         ),
         (false, _) => {
             "not a registered worktree: inspect it and remove it yourself if it is yours; reap never deletes an orphan".to_string()
@@ -397,6 +414,13 @@ mod tests {
     use super::*;
 
     #[test]
+    fn grace_is_measured_from_first_seen() {
+        assert!(past_grace("2020-01-01T00:00:00Z", 3600));
+        assert!(!past_grace(&crate::registry::now(), 3600));
+        assert!(!past_grace("not a time", 0), "unreadable is not past grace");
+    }
+
+    #[test]
     fn orphan_hints_follow_what_is_there() {
         let mut found = BTreeMap::new();
         add_orphan(
@@ -424,7 +448,7 @@ mod tests {
         assert!(gone.next.contains("lease repair /r/wt"), "{}", gone.next);
         let both = &found[&b"/s/x".to_vec()];
         assert!(both.in_root && both.registered);
-        assert!(both.next.contains("--adopt"), "{}", both.next);
+        assert!(both.next.contains("lease adopt /s/x"), "{}", both.next);
     }
 
     #[test]

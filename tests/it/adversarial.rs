@@ -1860,7 +1860,7 @@ impl AsUser {
         let lease = env!("CARGO_BIN_EXE_lease");
         let b = self.base.display();
         let prelude = format!(
-            "export HOME='{b}' LEASE_HOME='{b}/state' LEASE_MIN_FREE=1M GIT_CONFIG_GLOBAL=/dev/null GIT_CONFIG_NOSYSTEM=1 \
+            "export HOME='{b}' LEASE_HOME='{b}/state' LEASE_MIN_FREE=1M LEASE_ALLOW_TEMP_ROOT=1 GIT_CONFIG_GLOBAL=/dev/null GIT_CONFIG_NOSYSTEM=1 \
              GIT_AUTHOR_NAME=T GIT_AUTHOR_EMAIL=t@t GIT_COMMITTER_NAME=T GIT_COMMITTER_EMAIL=t@t L='{lease}'; cd '{b}'; "
         );
         let mut c = if self.drop {

@@ -10,8 +10,10 @@
 
 mod support;
 
+mod adopt;
 mod adversarial;
 mod archive;
+mod config;
 mod exec;
 mod list;
 mod logs;

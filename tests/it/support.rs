@@ -41,6 +41,9 @@ impl TestEnv {
             ("HOME", self.root.join("home").to_str().unwrap()),
             ("LEASE_HOME", self.state.to_str().unwrap()),
             ("LEASE_MIN_FREE", "1M"),
+            // The sandbox lives under the temp dir, which exec refuses as a
+            // worktree root unless allowed (OS cleaners sweep it by age).
+            ("LEASE_ALLOW_TEMP_ROOT", "1"),
             ("GIT_CONFIG_GLOBAL", "/dev/null"),
             ("GIT_CONFIG_NOSYSTEM", "1"),
             ("GIT_AUTHOR_NAME", "Test"),

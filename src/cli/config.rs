@@ -1,0 +1,163 @@
+//! `lease config --show [--json]`: every effective setting and where it came from.
+
+use serde_json::{Value, json};
+
+use super::exit;
+use crate::error::Result;
+use crate::policy::{Policy, Source, Sourced};
+
+/// Writes a line to stdout, ignoring write errors.
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout().lock(), $($arg)*);
+    }};
+}
+
+/// One row: key, value, source.
+type Row = (&'static str, Value, Source);
+
+fn row<T: serde::Serialize>(key: &'static str, s: &Sourced<T>) -> Row {
+    (key, json!(s.value), s.source.clone())
+}
+
+fn opt<T: serde::Serialize>(key: &'static str, s: Option<&Sourced<T>>, default: Value) -> Row {
+    match s {
+        Some(s) => row(key, s),
+        None => (key, default, Source::Default),
+    }
+}
+
+/// The rows of `p`, in a stable order, with the state root located by `state`.
+fn rows(p: &Policy, state: std::result::Result<(String, Source), String>) -> Vec<Row> {
+    let mut out: Vec<Row> = Vec::new();
+    let (state_value, state_source) = match &state {
+        Ok((path, src)) => (json!(path), src.clone()),
+        Err(e) => (json!(format!("unset: {e}")), Source::Default),
+    };
+    out.push(("state_root", state_value, state_source));
+    let default_root = match &state {
+        Ok((path, _)) => json!(format!("{path}/worktrees")),
+        Err(_) => json!("<state root>/worktrees"),
+    };
+    out.push(opt("worktree_root", p.worktree_root.as_ref(), default_root));
+    out.push(opt(
+        "trusted_remote",
+        p.trusted_remote.as_ref(),
+        json!("origin, else the branch's upstream remote"),
+    ));
+    out.push(opt("git", p.git.as_ref(), json!("the first git on PATH")));
+    out.push(match &p.owner {
+        Some(o) => (
+            "owner",
+            json!(format!("{}:{}", o.value.kind, o.value.name)),
+            o.source.clone(),
+        ),
+        None => {
+            let o = p.default_owner();
+            (
+                "owner",
+                json!(format!("{}:{}", o.kind, o.name)),
+                Source::Default,
+            )
+        }
+    });
+    if let Some(b) = &p.min_free.bytes {
+        out.push((
+            "min_free",
+            json!(format!("{} bytes", b.value)),
+            b.source.clone(),
+        ));
+    }
+    if let Some(pc) = &p.min_free.percent {
+        out.push((
+            "min_free",
+            json!(format!("{}%", pc.value)),
+            pc.source.clone(),
+        ));
+    }
+    out.push((
+        "orphan_grace",
+        json!(
+            humantime::format_duration(std::time::Duration::from_secs(p.orphan_grace.value))
+                .to_string()
+        ),
+        p.orphan_grace.source.clone(),
+    ));
+    out.push(row("rebuildable", &p.rebuildable));
+    out.push(row("process_audit", &p.process_audit));
+    out.push(row("allow_temp_worktree_root", &p.allow_temp_worktree_root));
+    out
+}
+
+/// Where the state root comes from (SPEC/Words "state root").
+fn state_root() -> std::result::Result<(String, Source), String> {
+    let path = crate::paths::StateRoot::locate().map_err(|e| e.to_string())?;
+    let set = |k: &str| std::env::var_os(k).is_some_and(|v| !v.is_empty());
+    let source = if set("LEASE_HOME") {
+        Source::Env("LEASE_HOME".into())
+    } else if set("XDG_STATE_HOME") {
+        Source::Env("XDG_STATE_HOME".into())
+    } else {
+        Source::Default
+    };
+    Ok((path.to_string_lossy().into_owned(), source))
+}
+
+pub(super) fn show(json: bool) -> Result<u8> {
+    let p = crate::policy::current();
+    let rows = rows(p, state_root());
+    if json {
+        let settings: Vec<Value> = rows
+            .iter()
+            .map(|(k, v, s)| json!({"key": k, "value": v, "source": s}))
+            .collect();
+        let v = json!({"files": p.files, "settings": settings});
+        out!(
+            "{}",
+            serde_json::to_string_pretty(&v).expect("json serializes")
+        );
+        return Ok(exit::OK);
+    }
+    if p.files.is_empty() {
+        out!("# no config file read");
+    } else {
+        out!("# config files read: {}", p.files.join(", "));
+    }
+    for (k, v, s) in &rows {
+        let v = match v {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        out!("{k:<26} {v:<40} ({s})");
+    }
+    Ok(exit::OK)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_key_has_a_row() {
+        let p = crate::policy::resolve(&[]).unwrap();
+        let r = rows(&p, Ok(("/s".into(), Source::Env("LEASE_HOME".into()))));
+        let keys: Vec<&str> = r.iter().map(|(k, _, _)| *k).collect();
+        for k in [
+            "state_root",
+            "worktree_root",
+            "trusted_remote",
+            "git",
+            "owner",
+            "min_free",
+            "orphan_grace",
+            "rebuildable",
+            "process_audit",
+            "allow_temp_worktree_root",
+        ] {
+            assert!(keys.contains(&k), "{k}");
+        }
+        assert_eq!(r[1].1, json!("/s/worktrees"));
+    }
+}

@@ -1,0 +1,784 @@
+//! Layered policy: config files, the documented `LEASE_*` variables and
+//! flags, joined into one [`Policy`] resolved once by the CLI.
+//!
+//! # Theory of operation
+//! Layers, in order (SPEC "Commands"): `/etc/lease/config.toml`, then
+//! `$XDG_CONFIG_HOME/lease/config.toml` (else `~/.config/lease/config.toml`),
+//! then `--config FILE` (else `$LEASE_CONFIG`), then the variables of
+//! [`ENV_KEYS`], then flags. Loading ([`load_layers`]) does the I/O; joining
+//! ([`resolve`]) is a pure function over the layers.
+//!
+//! - Plain settings (`worktree_root`, `trusted_remote`, `git`, `owner`): the
+//!   last layer that sets one wins.
+//! - Safety settings join to the stricter value whatever the order:
+//!   `min_free` keeps the largest byte value and the largest percentage of
+//!   every layer and requires both; `orphan_grace` the longest;
+//!   `process_audit` is `strict` if any layer says so; `rebuildable` is the
+//!   intersection of the layers that set it (fewer deletable paths protect
+//!   more); `allow_temp_worktree_root` is true only if some layer says true
+//!   and none says false.
+//!
+//! Unknown keys in a file are errors naming the file and the key. Only the
+//! variables of [`ENV_KEYS`] (plus `LEASE_HOME` and `LEASE_CONFIG`) are read:
+//! `LEASE_ID`, `LEASE_FD` and the rest that exec sets for its command are
+//! never config, so lease behaves the same inside a leased command.
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::launcher::{DEFAULT_MIN_FREE, MinFree};
+use crate::registry::Owner;
+
+/// The system config file.
+pub const SYSTEM_FILE: &str = "/etc/lease/config.toml";
+
+/// The default orphan grace: orphans first seen longer ago are flagged.
+pub const DEFAULT_ORPHAN_GRACE: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// The documented environment list: variable, config key. Nothing else
+/// named `LEASE_*` is config.
+pub const ENV_KEYS: &[(&str, &str)] = &[
+    ("LEASE_WORKTREE_ROOT", "worktree_root"),
+    ("LEASE_TRUSTED_REMOTE", "trusted_remote"),
+    ("LEASE_GIT", "git"),
+    ("LEASE_OWNER", "owner"),
+    ("LEASE_MIN_FREE", "min_free"),
+    ("LEASE_ORPHAN_GRACE", "orphan_grace"),
+    ("LEASE_REBUILDABLE", "rebuildable"),
+    ("LEASE_PROCESS_AUDIT", "process_audit"),
+    ("LEASE_ALLOW_TEMP_ROOT", "allow_temp_worktree_root"),
+];
+
+/// The flags that feed config: flag, config key.
+const FLAG_KEYS: &[(&str, &str)] = &[
+    ("--min-free", "min_free"),
+    ("--rebuildable", "rebuildable"),
+    ("--allow-temp-root", "allow_temp_worktree_root"),
+];
+
+/// `process_audit`: what gate 4 does with processes it could not audit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Audit {
+    /// Report how many processes could not be audited.
+    Normal,
+    /// Hold (`unprovable`) when any could not be audited.
+    Strict,
+}
+
+/// One layer's settings: a config file's keys, or what the environment or
+/// the flags set. `None` means the layer does not set the key.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Layer {
+    /// Directory under which `lease exec` creates worktrees (absolute).
+    pub worktree_root: Option<PathBuf>,
+    /// The remote whose tracking refs make commits durable.
+    pub trusted_remote: Option<String>,
+    /// The git binary (absolute).
+    pub git: Option<PathBuf>,
+    /// The default owner, `KIND:NAME`.
+    pub owner: Option<String>,
+    /// Free-space watermark (SIZE: `500M`, `10G`, `5%`).
+    pub min_free: Option<String>,
+    /// How long an orphan may be seen before reap flags it (`7d`, `12h`).
+    pub orphan_grace: Option<String>,
+    /// Output paths (relative to a worktree top) lease may delete.
+    pub rebuildable: Option<Vec<String>>,
+    /// `normal` or `strict`.
+    pub process_audit: Option<Audit>,
+    /// Allow a worktree root under `/tmp`, `/var/tmp` or `$TMPDIR`.
+    pub allow_temp_worktree_root: Option<bool>,
+}
+
+/// Where a layer comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LayerFrom {
+    /// A config file.
+    File(PathBuf),
+    /// The documented environment variables.
+    Env,
+    /// Command-line flags.
+    Flags,
+}
+
+/// Where one effective value came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", content = "name", rename_all = "kebab-case")]
+pub enum Source {
+    /// Built in.
+    Default,
+    /// A config file (its path).
+    File(String),
+    /// An environment variable (its name).
+    Env(String),
+    /// A flag (its name).
+    Flag(String),
+    /// Several layers joined (the intersection of `rebuildable`).
+    Joined(Vec<Source>),
+}
+
+impl std::fmt::Display for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Source::Default => f.write_str("default"),
+            Source::File(p) => write!(f, "file {p}"),
+            Source::Env(v) => write!(f, "env {v}"),
+            Source::Flag(v) => write!(f, "flag {v}"),
+            Source::Joined(s) => {
+                let parts: Vec<String> = s.iter().map(ToString::to_string).collect();
+                write!(f, "intersection of {}", parts.join(", "))
+            }
+        }
+    }
+}
+
+impl LayerFrom {
+    /// The source of `key` in this layer.
+    fn source(&self, key: &str) -> Source {
+        let named = |list: &[(&'static str, &str)]| {
+            list.iter()
+                .find(|(_, k)| *k == key)
+                .map_or_else(|| key.to_string(), |(n, _)| (*n).to_string())
+        };
+        match self {
+            LayerFrom::File(p) => Source::File(p.to_string_lossy().into_owned()),
+            LayerFrom::Env => Source::Env(named(ENV_KEYS)),
+            LayerFrom::Flags => Source::Flag(named(FLAG_KEYS)),
+        }
+    }
+
+    /// Names `key` in this layer for an error message.
+    fn context(&self, key: &str) -> String {
+        match self {
+            LayerFrom::File(p) => format!("config file `{}`, key `{key}`", p.display()),
+            _ => format!("`{}`", self.source(key).name()),
+        }
+    }
+}
+
+impl Source {
+    /// The variable or flag name, or the file path.
+    fn name(&self) -> String {
+        match self {
+            Source::Env(n) | Source::Flag(n) | Source::File(n) => n.clone(),
+            other => other.to_string(),
+        }
+    }
+}
+
+/// A value and where it came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Sourced<T> {
+    /// The effective value.
+    pub value: T,
+    /// Where it came from.
+    pub source: Source,
+}
+
+/// The effective free-space watermark: every bound set is required.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Watermark {
+    /// The largest byte bound of any layer.
+    pub bytes: Option<Sourced<u64>>,
+    /// The largest percentage bound of any layer.
+    pub percent: Option<Sourced<u8>>,
+}
+
+impl Watermark {
+    /// The bounds as [`MinFree`] values (the default 1 GiB when none is set).
+    pub fn bounds(&self) -> Vec<MinFree> {
+        let mut out: Vec<MinFree> = Vec::new();
+        if let Some(b) = &self.bytes {
+            out.push(MinFree::Bytes(b.value));
+        }
+        if let Some(p) = &self.percent {
+            out.push(MinFree::Percent(p.value));
+        }
+        out
+    }
+}
+
+/// The effective policy.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Policy {
+    /// The config files read, in order.
+    pub files: Vec<String>,
+    /// Configured worktree root (`None`: `<state root>/worktrees`).
+    pub worktree_root: Option<Sourced<PathBuf>>,
+    /// Configured trusted remote (`None`: `origin`, else the branch's upstream).
+    pub trusted_remote: Option<Sourced<String>>,
+    /// Configured git binary (`None`: the first `git` on PATH).
+    pub git: Option<Sourced<PathBuf>>,
+    /// Configured default owner (`None`: `manual:<user>`).
+    pub owner: Option<Sourced<Owner>>,
+    /// The free-space watermark of exec's admission.
+    pub min_free: Watermark,
+    /// How long an orphan may be seen before reap flags it.
+    pub orphan_grace: Sourced<u64>,
+    /// Declared rebuildable output paths.
+    pub rebuildable: Sourced<Vec<String>>,
+    /// Gate 4's audit mode.
+    pub process_audit: Sourced<Audit>,
+    /// Whether a worktree root under a temp directory is allowed.
+    pub allow_temp_worktree_root: Sourced<bool>,
+}
+
+impl Policy {
+    /// The rebuildable paths as bytes, for the retire engine.
+    pub fn rebuildable_bytes(&self) -> Vec<Vec<u8>> {
+        self.rebuildable
+            .value
+            .iter()
+            .map(|p| p.as_bytes().to_vec())
+            .collect()
+    }
+
+    /// True if gate 4 holds on processes it could not audit.
+    pub fn strict_audit(&self) -> bool {
+        self.process_audit.value == Audit::Strict
+    }
+
+    /// The default owner: the configured one, else `manual:<user name>`.
+    pub fn default_owner(&self) -> Owner {
+        match &self.owner {
+            Some(o) => o.value.clone(),
+            None => Owner {
+                kind: "manual".into(),
+                name: crate::sys::user_name(crate::sys::euid()),
+            },
+        }
+    }
+}
+
+fn sourced<T>(value: T, source: Source) -> Sourced<T> {
+    Sourced { value, source }
+}
+
+/// Joins `layers` (in order) into the effective policy. Pure: values are
+/// validated here, and errors name the layer and key.
+pub fn resolve(layers: &[(LayerFrom, Layer)]) -> Result<Policy> {
+    let mut p = Policy {
+        files: layers
+            .iter()
+            .filter_map(|(f, _)| match f {
+                LayerFrom::File(p) => Some(p.to_string_lossy().into_owned()),
+                _ => None,
+            })
+            .collect(),
+        worktree_root: None,
+        trusted_remote: None,
+        git: None,
+        owner: None,
+        min_free: Watermark {
+            bytes: None,
+            percent: None,
+        },
+        orphan_grace: sourced(DEFAULT_ORPHAN_GRACE.as_secs(), Source::Default),
+        rebuildable: sourced(Vec::new(), Source::Default),
+        process_audit: sourced(Audit::Normal, Source::Default),
+        allow_temp_worktree_root: sourced(false, Source::Default),
+    };
+    let mut grace_set = false;
+    let mut rebuildable_sources: Vec<Source> = Vec::new();
+    let mut allow_denied = false;
+    for (from, l) in layers {
+        let usage =
+            |key: &str, what: String| Error::Usage(format!("{}: {what}", from.context(key)));
+        if let Some(v) = &l.worktree_root {
+            p.worktree_root = Some(sourced(
+                absolute(v).map_err(|w| usage("worktree_root", w))?,
+                from.source("worktree_root"),
+            ));
+        }
+        if let Some(v) = &l.trusted_remote {
+            if v.is_empty() || v.contains('/') || v.starts_with('-') {
+                return Err(usage(
+                    "trusted_remote",
+                    format!("`{v}` is not a remote name"),
+                ));
+            }
+            p.trusted_remote = Some(sourced(v.clone(), from.source("trusted_remote")));
+        }
+        if let Some(v) = &l.git {
+            p.git = Some(sourced(
+                absolute(v).map_err(|w| usage("git", w))?,
+                from.source("git"),
+            ));
+        }
+        if let Some(v) = &l.owner {
+            let o = Owner::parse(v).map_err(|e| usage("owner", e.to_string()))?;
+            p.owner = Some(sourced(o, from.source("owner")));
+        }
+        if let Some(v) = &l.min_free {
+            match MinFree::parse(v).map_err(|e| usage("min_free", e.to_string()))? {
+                MinFree::Bytes(b) => {
+                    if p.min_free.bytes.as_ref().is_none_or(|x| b > x.value) {
+                        p.min_free.bytes = Some(sourced(b, from.source("min_free")));
+                    }
+                }
+                MinFree::Percent(pc) => {
+                    if p.min_free.percent.as_ref().is_none_or(|x| pc > x.value) {
+                        p.min_free.percent = Some(sourced(pc, from.source("min_free")));
+                    }
+                }
+            }
+        }
+        if let Some(v) = &l.orphan_grace {
+            let d = humantime::parse_duration(v)
+                .map_err(|e| usage("orphan_grace", format!("`{v}` is not a duration: {e}")))?;
+            if !grace_set || d.as_secs() > p.orphan_grace.value {
+                p.orphan_grace = sourced(d.as_secs(), from.source("orphan_grace"));
+                grace_set = true;
+            }
+        }
+        if let Some(v) = &l.rebuildable {
+            let mut paths: Vec<String> = Vec::new();
+            for r in v {
+                let n = rebuildable_path(r).map_err(|w| usage("rebuildable", w))?;
+                if !paths.contains(&n) {
+                    paths.push(n);
+                }
+            }
+            if rebuildable_sources.is_empty() {
+                p.rebuildable.value = paths;
+            } else {
+                p.rebuildable.value.retain(|x| paths.contains(x));
+            }
+            rebuildable_sources.push(from.source("rebuildable"));
+        }
+        if let Some(a) = l.process_audit
+            && (p.process_audit.source == Source::Default || a > p.process_audit.value)
+        {
+            p.process_audit = sourced(a, from.source("process_audit"));
+        }
+        match l.allow_temp_worktree_root {
+            Some(false) => {
+                allow_denied = true;
+                p.allow_temp_worktree_root =
+                    sourced(false, from.source("allow_temp_worktree_root"));
+            }
+            Some(true) if !allow_denied => {
+                p.allow_temp_worktree_root = sourced(true, from.source("allow_temp_worktree_root"));
+            }
+            _ => {}
+        }
+    }
+    match rebuildable_sources.len() {
+        0 => {}
+        1 => p.rebuildable.source = rebuildable_sources.remove(0),
+        _ => p.rebuildable.source = Source::Joined(rebuildable_sources),
+    }
+    if p.min_free.bytes.is_none() && p.min_free.percent.is_none() {
+        let MinFree::Bytes(b) = DEFAULT_MIN_FREE else {
+            unreachable!("the default watermark is in bytes")
+        };
+        p.min_free.bytes = Some(sourced(b, Source::Default));
+    }
+    Ok(p)
+}
+
+fn absolute(p: &Path) -> std::result::Result<PathBuf, String> {
+    if p.is_absolute() {
+        Ok(p.to_path_buf())
+    } else {
+        Err(format!("`{}` is not an absolute path", p.display()))
+    }
+}
+
+/// Validates a declared rebuildable path: relative, normal (no `.`, `..` or
+/// `//`), returned without a trailing `/`.
+fn rebuildable_path(p: &str) -> std::result::Result<String, String> {
+    let body = p.strip_suffix('/').unwrap_or(p);
+    let normal = !body.is_empty()
+        && body
+            .split('/')
+            .all(|c| !c.is_empty() && c != "." && c != "..");
+    if p.starts_with('/') || !normal {
+        return Err(format!(
+            "rebuildable path `{p}` must be relative to the worktree top and normal (like `target`)"
+        ));
+    }
+    Ok(body.to_string())
+}
+
+/// Builds the environment layer from the documented variables only
+/// (`get` reads one variable; empty values are unset).
+pub fn env_layer(get: &dyn Fn(&str) -> Option<String>) -> Result<Layer> {
+    let var = |k: &str| get(k).filter(|v| !v.is_empty());
+    let process_audit = match var("LEASE_PROCESS_AUDIT").as_deref() {
+        None => None,
+        Some("normal") => Some(Audit::Normal),
+        Some("strict") => Some(Audit::Strict),
+        Some(v) => {
+            return Err(Error::Usage(format!(
+                "`LEASE_PROCESS_AUDIT` is `{v}`; use `normal` or `strict`"
+            )));
+        }
+    };
+    let allow = match var("LEASE_ALLOW_TEMP_ROOT").as_deref() {
+        None => None,
+        Some("1" | "true" | "yes") => Some(true),
+        Some("0" | "false" | "no") => Some(false),
+        Some(v) => {
+            return Err(Error::Usage(format!(
+                "`LEASE_ALLOW_TEMP_ROOT` is `{v}`; use 1 or 0"
+            )));
+        }
+    };
+    Ok(Layer {
+        worktree_root: var("LEASE_WORKTREE_ROOT").map(PathBuf::from),
+        trusted_remote: var("LEASE_TRUSTED_REMOTE"),
+        git: var("LEASE_GIT").map(PathBuf::from),
+        owner: var("LEASE_OWNER"),
+        min_free: var("LEASE_MIN_FREE"),
+        orphan_grace: var("LEASE_ORPHAN_GRACE"),
+        rebuildable: var("LEASE_REBUILDABLE").map(|v| {
+            v.split(':')
+                .filter(|p| !p.is_empty())
+                .map(str::to_string)
+                .collect()
+        }),
+        process_audit,
+        allow_temp_worktree_root: allow,
+    })
+}
+
+/// Parses one config file's text; errors name the file and say what to do.
+pub fn parse_file(path: &Path, text: &str) -> Result<Layer> {
+    toml::from_str::<Layer>(text).map_err(|e| {
+        let line = e
+            .span()
+            .map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
+        let at = line.map(|l| format!(" (line {l})")).unwrap_or_default();
+        Error::Usage(format!(
+            "config file `{}`{at}: {}; fix or remove the key (see `lease config --show` and docs/config.md for the keys)",
+            path.display(),
+            e.message().trim()
+        ))
+    })
+}
+
+/// Reads a config file; `Ok(None)` if it does not exist and `required` is false.
+fn read_file(path: &Path, required: bool) -> Result<Option<Layer>> {
+    match std::fs::read_to_string(path) {
+        Ok(t) => parse_file(path, &t).map(Some),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && !required => Ok(None),
+        Err(e) => Err(Error::Usage(format!(
+            "cannot read config file `{}`: {e}",
+            path.display()
+        ))),
+    }
+}
+
+/// The user config file: `$XDG_CONFIG_HOME/lease/config.toml`, else
+/// `~/.config/lease/config.toml`.
+fn user_file(get: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
+    let var = |k: &str| get(k).filter(|v| v.starts_with('/'));
+    var("XDG_CONFIG_HOME")
+        .map(|x| PathBuf::from(x).join("lease/config.toml"))
+        .or_else(|| var("HOME").map(|h| PathBuf::from(h).join(".config/lease/config.toml")))
+}
+
+/// Loads the file and environment layers, in order: system file, user
+/// file, `--config` (else `$LEASE_CONFIG`), environment.
+pub fn load_layers(config: Option<&Path>) -> Result<Vec<(LayerFrom, Layer)>> {
+    let get = |k: &str| std::env::var(k).ok();
+    let mut layers = Vec::new();
+    let system = PathBuf::from(SYSTEM_FILE);
+    if let Some(l) = read_file(&system, false)? {
+        layers.push((LayerFrom::File(system), l));
+    }
+    if let Some(user) = user_file(&get)
+        && let Some(l) = read_file(&user, false)?
+    {
+        layers.push((LayerFrom::File(user), l));
+    }
+    let explicit = config.map(Path::to_path_buf).or_else(|| {
+        get("LEASE_CONFIG")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    });
+    if let Some(path) = explicit
+        && let Some(l) = read_file(&path, true)?
+    {
+        layers.push((LayerFrom::File(path), l));
+    }
+    layers.push((LayerFrom::Env, env_layer(&get)?));
+    Ok(layers)
+}
+
+static CURRENT: OnceLock<Policy> = OnceLock::new();
+
+/// Installs the policy the CLI resolved; later calls are ignored.
+pub fn install(p: Policy) {
+    let _ = CURRENT.set(p);
+}
+
+/// The policy the CLI installed, else the built-in defaults.
+pub fn current() -> &'static Policy {
+    CURRENT.get_or_init(|| resolve(&[]).expect("the defaults resolve"))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn file(name: &str, l: Layer) -> (LayerFrom, Layer) {
+        (LayerFrom::File(PathBuf::from(name)), l)
+    }
+
+    #[test]
+    fn defaults() {
+        let p = resolve(&[]).unwrap();
+        assert_eq!(p.min_free.bounds(), vec![DEFAULT_MIN_FREE]);
+        assert_eq!(p.min_free.bytes.unwrap().source, Source::Default);
+        assert_eq!(p.process_audit.value, Audit::Normal);
+        assert!(!p.allow_temp_worktree_root.value);
+        assert!(p.rebuildable.value.is_empty());
+        assert_eq!(p.orphan_grace.value, DEFAULT_ORPHAN_GRACE.as_secs());
+        assert!(p.git.is_none() && p.worktree_root.is_none() && p.trusted_remote.is_none());
+    }
+
+    #[test]
+    fn larger_watermark_wins_whatever_the_order() {
+        let user = file(
+            "/u.toml",
+            Layer {
+                min_free: Some("10%".into()),
+                ..Layer::default()
+            },
+        );
+        let explicit = file(
+            "/c.toml",
+            Layer {
+                min_free: Some("1%".into()),
+                ..Layer::default()
+            },
+        );
+        for layers in [
+            vec![user.clone(), explicit.clone()],
+            vec![explicit.clone(), user.clone()],
+        ] {
+            let p = resolve(&layers).unwrap();
+            let pc = p.min_free.percent.unwrap();
+            assert_eq!(pc.value, 10);
+            assert_eq!(pc.source, Source::File("/u.toml".into()));
+            assert!(p.min_free.bytes.is_none(), "a set bound drops the default");
+        }
+        // Bytes and percent are both kept and both required.
+        let p = resolve(&[
+            user,
+            (
+                LayerFrom::Flags,
+                Layer {
+                    min_free: Some("2G".into()),
+                    ..Layer::default()
+                },
+            ),
+            (
+                LayerFrom::Env,
+                Layer {
+                    min_free: Some("1M".into()),
+                    ..Layer::default()
+                },
+            ),
+        ])
+        .unwrap();
+        assert_eq!(
+            p.min_free.bounds(),
+            vec![MinFree::Bytes(2 << 30), MinFree::Percent(10)]
+        );
+        assert_eq!(
+            p.min_free.bytes.unwrap().source,
+            Source::Flag("--min-free".into())
+        );
+    }
+
+    #[test]
+    fn strict_audit_survives_a_later_normal() {
+        let strict = file(
+            "/etc.toml",
+            Layer {
+                process_audit: Some(Audit::Strict),
+                ..Layer::default()
+            },
+        );
+        let normal = (
+            LayerFrom::Env,
+            Layer {
+                process_audit: Some(Audit::Normal),
+                ..Layer::default()
+            },
+        );
+        let p = resolve(&[strict.clone(), normal.clone()]).unwrap();
+        assert!(p.strict_audit());
+        assert_eq!(p.process_audit.source, Source::File("/etc.toml".into()));
+        let p = resolve(&[normal.clone(), strict]).unwrap();
+        assert!(p.strict_audit());
+        let p = resolve(&[normal]).unwrap();
+        assert!(!p.strict_audit());
+        assert_eq!(
+            p.process_audit.source,
+            Source::Env("LEASE_PROCESS_AUDIT".into())
+        );
+    }
+
+    #[test]
+    fn longest_grace_wins() {
+        let g = |s: &str| Layer {
+            orphan_grace: Some(s.into()),
+            ..Layer::default()
+        };
+        let p = resolve(&[file("/a", g("30d")), (LayerFrom::Env, g("1h"))]).unwrap();
+        assert_eq!(p.orphan_grace.value, 30 * 86400);
+        // A layer may lower the default, but only to the longest it sets.
+        let p = resolve(&[(LayerFrom::Env, g("1h"))]).unwrap();
+        assert_eq!(p.orphan_grace.value, 3600);
+        assert!(resolve(&[file("/a", g("soon"))]).is_err());
+    }
+
+    #[test]
+    fn rebuildable_is_the_intersection_of_the_layers_that_set_it() {
+        let r = |v: &[&str]| Layer {
+            rebuildable: Some(v.iter().map(|s| (*s).to_string()).collect()),
+            ..Layer::default()
+        };
+        let p = resolve(&[
+            file("/a", r(&["target", "node_modules/"])),
+            (LayerFrom::Env, Layer::default()),
+            (LayerFrom::Flags, r(&["target/", "dist"])),
+        ])
+        .unwrap();
+        assert_eq!(p.rebuildable.value, vec!["target".to_string()]);
+        assert_eq!(
+            p.rebuildable.source,
+            Source::Joined(vec![
+                Source::File("/a".into()),
+                Source::Flag("--rebuildable".into())
+            ])
+        );
+        let p = resolve(&[(LayerFrom::Flags, r(&["dist"]))]).unwrap();
+        assert_eq!(p.rebuildable.value, vec!["dist".to_string()]);
+        for bad in ["/abs", "..", "a/../b", "a//b", "."] {
+            assert!(resolve(&[file("/a", r(&[bad]))]).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn allow_temp_root_needs_a_yes_and_no_no() {
+        let a = |b: bool| Layer {
+            allow_temp_worktree_root: Some(b),
+            ..Layer::default()
+        };
+        assert!(
+            resolve(&[(LayerFrom::Env, a(true))])
+                .unwrap()
+                .allow_temp_worktree_root
+                .value
+        );
+        assert!(
+            !resolve(&[file("/a", a(false)), (LayerFrom::Flags, a(true))])
+                .unwrap()
+                .allow_temp_worktree_root
+                .value
+        );
+        assert!(
+            !resolve(&[file("/a", a(true)), (LayerFrom::Flags, a(false))])
+                .unwrap()
+                .allow_temp_worktree_root
+                .value
+        );
+    }
+
+    #[test]
+    fn plain_settings_last_layer_wins() {
+        let g = |s: &str| Layer {
+            git: Some(s.into()),
+            trusted_remote: Some("up".into()),
+            ..Layer::default()
+        };
+        let p = resolve(&[
+            file("/a", g("/usr/bin/git")),
+            (LayerFrom::Env, g("/opt/git")),
+        ])
+        .unwrap();
+        let git = p.git.unwrap();
+        assert_eq!(git.value, PathBuf::from("/opt/git"));
+        assert_eq!(git.source, Source::Env("LEASE_GIT".into()));
+        assert!(resolve(&[file("/a", g("git"))]).is_err(), "relative git");
+        let bad_remote = Layer {
+            trusted_remote: Some("a/b".into()),
+            ..Layer::default()
+        };
+        assert!(resolve(&[file("/a", bad_remote)]).is_err());
+    }
+
+    #[test]
+    fn unknown_keys_name_the_file_and_the_key() {
+        let e = parse_file(
+            Path::new("/x/config.toml"),
+            "min_free = \"1G\"\nmin_fre = 3\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("/x/config.toml"), "{e}");
+        assert!(e.contains("min_fre"), "{e}");
+        assert!(e.contains("line 2"), "{e}");
+        let l = parse_file(
+            Path::new("/x"),
+            "process_audit = \"strict\"\nrebuildable = [\"target\"]\nallow_temp_worktree_root = true\n",
+        )
+        .unwrap();
+        assert_eq!(l.process_audit, Some(Audit::Strict));
+        assert!(parse_file(Path::new("/x"), "process_audit = \"lax\"\n").is_err());
+    }
+
+    #[test]
+    fn env_layer_reads_only_the_documented_list() {
+        let env = |k: &str| match k {
+            "LEASE_MIN_FREE" => Some("5%".to_string()),
+            "LEASE_ID" | "LEASE_FD" | "LEASE_FILE" | "LEASE_IDENTITY" | "LEASE_WORKTREE" => {
+                Some("garbage".to_string())
+            }
+            "LEASE_REBUILDABLE" => Some("target::dist".to_string()),
+            "LEASE_ALLOW_TEMP_ROOT" => Some("1".to_string()),
+            _ => None,
+        };
+        let l = env_layer(&env).unwrap();
+        assert_eq!(
+            l,
+            Layer {
+                min_free: Some("5%".into()),
+                rebuildable: Some(vec!["target".into(), "dist".into()]),
+                allow_temp_worktree_root: Some(true),
+                ..Layer::default()
+            }
+        );
+        assert!(env_layer(&|k| (k == "LEASE_PROCESS_AUDIT").then(|| "lax".into())).is_err());
+        assert!(env_layer(&|k| (k == "LEASE_ALLOW_TEMP_ROOT").then(|| "maybe".into())).is_err());
+    }
+
+    #[test]
+    fn user_file_prefers_xdg() {
+        let both = |k: &str| match k {
+            "XDG_CONFIG_HOME" => Some("/x".to_string()),
+            "HOME" => Some("/h".to_string()),
+            _ => None,
+        };
+        assert_eq!(
+            user_file(&both),
+            Some(PathBuf::from("/x/lease/config.toml"))
+        );
+        let home = |k: &str| (k == "HOME").then(|| "/h".to_string());
+        assert_eq!(
+            user_file(&home),
+            Some(PathBuf::from("/h/.config/lease/config.toml"))
+        );
+    }
+}
