@@ -148,9 +148,9 @@ enum Cmd {
         /// Output path (relative to the worktree top, e.g. `target`) declared rebuildable: ignored files there do not hold and are deleted by lease (intersected with config `rebuildable` and `$LEASE_REBUILDABLE`).
         #[arg(long, value_name = "PATH")]
         rebuildable: Vec<String>,
-        /// Where commits that are not durable are archived: a verified bundle under the state root, archival refs pushed to the trusted remote and read back, or both.
-        #[arg(long, value_enum, value_name = "MODE", default_value_t = ArchiveMode::Bundle)]
-        archive: ArchiveMode,
+        /// Where commits that are not durable are archived: a verified bundle under the state root, archival refs pushed to the trusted remote and read back, or both (default bundle; joined with config `archive` and $LEASE_ARCHIVE to every destination asked for).
+        #[arg(long, value_enum, value_name = "MODE")]
+        archive: Option<ArchiveMode>,
         /// After a removal, delete the task branch if its tip is durable or archived and it is checked out nowhere (kept otherwise, exit 1).
         #[arg(long)]
         delete_branch: bool,
@@ -210,8 +210,8 @@ enum Cmd {
         #[arg(long)]
         apply: bool,
         /// Where retires archive commits that are not durable (see `lease retire --archive`).
-        #[arg(long, value_enum, value_name = "MODE", default_value_t = ArchiveMode::Bundle)]
-        archive: ArchiveMode,
+        #[arg(long, value_enum, value_name = "MODE")]
+        archive: Option<ArchiveMode>,
         /// Print the report as JSON.
         #[arg(long)]
         json: bool,
@@ -428,16 +428,13 @@ pub fn run() -> ExitCode {
             targets,
             all,
             dry_run,
-            archive,
             delete_branch,
             json,
             ..
         } => finish({
-            let engine = |reg, git| {
-                Engine::new(reg, git, dry_run)
-                    .with_archive_mode(archive)
-                    .with_delete_branch(delete_branch)
-            };
+            // The archive mode comes from the policy, which joined `--archive`.
+            let engine =
+                |reg, git| Engine::new(reg, git, dry_run).with_delete_branch(delete_branch);
             retire(&targets, all, dry_run, engine, json)
         }),
         Cmd::List { json } => finish(list(json)),
@@ -459,9 +456,13 @@ pub fn run() -> ExitCode {
         Cmd::Reap {
             dry_run: _,
             apply,
-            archive,
+            archive: _,
             json,
-        } => finish(reconcile::reap(apply, archive, json)),
+        } => finish(reconcile::reap(
+            apply,
+            crate::policy::current().archive.value,
+            json,
+        )),
         Cmd::Adopt { path, owner, json } => finish(adopt(&path, owner.as_deref(), json)),
         Cmd::Repair {
             path,
@@ -602,8 +603,17 @@ fn flag_layer(cmd: &Cmd) -> crate::policy::Layer {
             allow_temp_worktree_root: allow_temp_root.then_some(true),
             ..Default::default()
         },
-        Cmd::Retire { rebuildable, .. } => crate::policy::Layer {
+        Cmd::Retire {
+            rebuildable,
+            archive,
+            ..
+        } => crate::policy::Layer {
             rebuildable: listed(rebuildable),
+            archive: *archive,
+            ..Default::default()
+        },
+        Cmd::Reap { archive, .. } => crate::policy::Layer {
+            archive: *archive,
             ..Default::default()
         },
         _ => crate::policy::Layer::default(),

@@ -16,7 +16,8 @@
 //!   `process_audit` is `strict` if any layer says so; `rebuildable` is the
 //!   intersection of the layers that set it (fewer deletable paths protect
 //!   more); `allow_temp_worktree_root` is true only if some layer says true
-//!   and none says false.
+//!   and none says false; `archive` is the union of the destinations the
+//!   layers ask for (`bundle` and `remote` join to `both`).
 //!
 //! Unknown keys in a file are errors naming the file and the key. Only the
 //! variables of [`ENV_KEYS`] (plus `LEASE_HOME` and `LEASE_CONFIG`) are read:
@@ -32,6 +33,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 use crate::launcher::{DEFAULT_MIN_FREE, MinFree};
 use crate::registry::Owner;
+use crate::retire::ArchiveMode;
 
 /// The system config file.
 pub const SYSTEM_FILE: &str = "/etc/lease/config.toml";
@@ -51,6 +53,7 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
     ("LEASE_REBUILDABLE", "rebuildable"),
     ("LEASE_PROCESS_AUDIT", "process_audit"),
     ("LEASE_ALLOW_TEMP_ROOT", "allow_temp_worktree_root"),
+    ("LEASE_ARCHIVE", "archive"),
 ];
 
 /// The flags that feed config: flag, config key.
@@ -58,6 +61,7 @@ const FLAG_KEYS: &[(&str, &str)] = &[
     ("--min-free", "min_free"),
     ("--rebuildable", "rebuildable"),
     ("--allow-temp-root", "allow_temp_worktree_root"),
+    ("--archive", "archive"),
 ];
 
 /// `process_audit`: what gate 4 does with processes it could not audit.
@@ -93,6 +97,9 @@ pub struct Layer {
     pub process_audit: Option<Audit>,
     /// Allow a worktree root under `/tmp`, `/var/tmp` or `$TMPDIR`.
     pub allow_temp_worktree_root: Option<bool>,
+    /// Where retires archive commits that are not durable: `bundle`,
+    /// `remote` or `both`.
+    pub archive: Option<ArchiveMode>,
 }
 
 /// Where a layer comes from.
@@ -226,6 +233,8 @@ pub struct Policy {
     pub process_audit: Sourced<Audit>,
     /// Whether a worktree root under a temp directory is allowed.
     pub allow_temp_worktree_root: Sourced<bool>,
+    /// Where gate 6 archives commits that are not durable.
+    pub archive: Sourced<ArchiveMode>,
 }
 
 impl Policy {
@@ -282,6 +291,7 @@ pub fn resolve(layers: &[(LayerFrom, Layer)]) -> Result<Policy> {
         rebuildable: sourced(Vec::new(), Source::Default),
         process_audit: sourced(Audit::Normal, Source::Default),
         allow_temp_worktree_root: sourced(false, Source::Default),
+        archive: sourced(ArchiveMode::default(), Source::Default),
     };
     let mut grace_set = false;
     let mut rebuildable_sources: Vec<Source> = Vec::new();
@@ -367,6 +377,15 @@ pub fn resolve(layers: &[(LayerFrom, Layer)]) -> Result<Policy> {
             }
             _ => {}
         }
+        if let Some(a) = l.archive {
+            let src = from.source("archive");
+            let joined = p.archive.value.join(a);
+            if p.archive.source == Source::Default || joined == a && joined != p.archive.value {
+                p.archive = sourced(a, src);
+            } else if joined != p.archive.value {
+                p.archive = sourced(joined, Source::Joined(vec![p.archive.source.clone(), src]));
+            }
+        }
     }
     match rebuildable_sources.len() {
         0 => {}
@@ -430,6 +449,17 @@ pub fn env_layer(get: &dyn Fn(&str) -> Option<String>) -> Result<Layer> {
             )));
         }
     };
+    let archive = match var("LEASE_ARCHIVE").as_deref() {
+        None => None,
+        Some("bundle") => Some(ArchiveMode::Bundle),
+        Some("remote") => Some(ArchiveMode::Remote),
+        Some("both") => Some(ArchiveMode::Both),
+        Some(v) => {
+            return Err(Error::Usage(format!(
+                "`LEASE_ARCHIVE` is `{v}`; use `bundle`, `remote` or `both`"
+            )));
+        }
+    };
     Ok(Layer {
         worktree_root: var("LEASE_WORKTREE_ROOT").map(PathBuf::from),
         trusted_remote: var("LEASE_TRUSTED_REMOTE"),
@@ -445,6 +475,7 @@ pub fn env_layer(get: &dyn Fn(&str) -> Option<String>) -> Result<Layer> {
         }),
         process_audit,
         allow_temp_worktree_root: allow,
+        archive,
     })
 }
 
@@ -627,6 +658,42 @@ mod tests {
             p.process_audit.source,
             Source::Env("LEASE_PROCESS_AUDIT".into())
         );
+    }
+
+    #[test]
+    fn archive_destinations_join_to_their_union() {
+        let l = |a| Layer {
+            archive: Some(a),
+            ..Layer::default()
+        };
+        let f = |n: &str| LayerFrom::File(n.into());
+        let p = resolve(&[]).unwrap();
+        assert_eq!(p.archive.value, ArchiveMode::Bundle);
+        assert_eq!(p.archive.source, Source::Default);
+        let p = resolve(&[(f("/a"), l(ArchiveMode::Remote))]).unwrap();
+        assert_eq!(p.archive.value, ArchiveMode::Remote);
+        for (x, y) in [
+            (ArchiveMode::Bundle, ArchiveMode::Remote),
+            (ArchiveMode::Remote, ArchiveMode::Bundle),
+        ] {
+            let p = resolve(&[(f("/a"), l(x)), (LayerFrom::Flags, l(y))]).unwrap();
+            assert_eq!(p.archive.value, ArchiveMode::Both, "{x:?} then {y:?}");
+            assert!(matches!(p.archive.source, Source::Joined(_)));
+        }
+        let p = resolve(&[
+            (f("/a"), l(ArchiveMode::Both)),
+            (LayerFrom::Flags, l(ArchiveMode::Bundle)),
+        ])
+        .unwrap();
+        assert_eq!(p.archive.value, ArchiveMode::Both, "a later narrower layer");
+        assert_eq!(p.archive.source, Source::File("/a".into()));
+        let p = resolve(&[
+            (f("/a"), l(ArchiveMode::Bundle)),
+            (LayerFrom::Flags, l(ArchiveMode::Both)),
+        ])
+        .unwrap();
+        assert_eq!(p.archive.value, ArchiveMode::Both);
+        assert_eq!(p.archive.source, Source::Flag("--archive".into()));
     }
 
     #[test]

@@ -53,7 +53,17 @@ const OPS: &[&str] = &[
 const PRIVATE_REFS: &[&str] = &["refs/worktree/", "refs/bisect/", "refs/rewritten/"];
 
 /// Where gate 6 archives commits that are not durable (`--archive`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, serde::Serialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Default,
+    clap::ValueEnum,
+    serde::Serialize,
+    serde::Deserialize,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum ArchiveMode {
     /// A verified bundle under the state root.
@@ -73,6 +83,16 @@ impl ArchiveMode {
     /// True if this mode pushes archival refs.
     pub fn remote(self) -> bool {
         self != ArchiveMode::Bundle
+    }
+
+    /// The stricter join of two layers' modes: every destination either
+    /// asks for (`bundle` and `remote` join to `both`).
+    pub fn join(self, other: ArchiveMode) -> ArchiveMode {
+        if self == other {
+            self
+        } else {
+            ArchiveMode::Both
+        }
     }
 }
 
@@ -119,7 +139,7 @@ impl Engine {
             git,
             dry_run,
             rebuildable: crate::policy::current().rebuildable_bytes(),
-            archive_mode: ArchiveMode::default(),
+            archive_mode: crate::policy::current().archive.value,
             delete_branch: false,
         }
     }

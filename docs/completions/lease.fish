@@ -67,7 +67,7 @@ complete -c lease -n "__fish_lease_using_subcommand exec" -s v -l verbose -d 'Lo
 complete -c lease -n "__fish_lease_using_subcommand exec" -s q -l quiet -d 'Log less to stderr (-q errors only, -qq nothing)'
 complete -c lease -n "__fish_lease_using_subcommand exec" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c lease -n "__fish_lease_using_subcommand retire" -l rebuildable -d 'Output path (relative to the worktree top, e.g. `target`) declared rebuildable: ignored files there do not hold and are deleted by lease (intersected with config `rebuildable` and `$LEASE_REBUILDABLE`)' -r
-complete -c lease -n "__fish_lease_using_subcommand retire" -l archive -d 'Where commits that are not durable are archived: a verified bundle under the state root, archival refs pushed to the trusted remote and read back, or both' -r -f -a "bundle\t'A verified bundle under the state root'
+complete -c lease -n "__fish_lease_using_subcommand retire" -l archive -d 'Where commits that are not durable are archived: a verified bundle under the state root, archival refs pushed to the trusted remote and read back, or both (default bundle; joined with config `archive` and $LEASE_ARCHIVE to every destination asked for)' -r -f -a "bundle\t'A verified bundle under the state root'
 remote\t'Archival refs pushed to the trusted remote and read back'
 both\t'Both a bundle and archival refs'"
 complete -c lease -n "__fish_lease_using_subcommand retire" -l log-format -d 'Log line format on stderr (RUST_LOG, when set, chooses what is logged)' -r -f -a "text\t'Human-readable lines'

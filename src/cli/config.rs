@@ -87,6 +87,7 @@ fn rows(p: &Policy, state: std::result::Result<(String, Source), String>) -> Vec
     out.push(row("rebuildable", &p.rebuildable));
     out.push(row("process_audit", &p.process_audit));
     out.push(row("allow_temp_worktree_root", &p.allow_temp_worktree_root));
+    out.push(row("archive", &p.archive));
     out
 }
 
@@ -155,6 +156,7 @@ mod tests {
             "rebuildable",
             "process_audit",
             "allow_temp_worktree_root",
+            "archive",
         ] {
             assert!(keys.contains(&k), "{k}");
         }

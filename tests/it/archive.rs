@@ -601,3 +601,35 @@ fn archive_remote_without_a_trusted_remote_holds() {
     snap.assert_held_unchanged(&env, &repo, "archive-push-failed");
     assert!(wt.is_dir());
 }
+
+#[test]
+fn config_archive_remote_joins_a_bundle_flag_to_both() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let remote = env.root.join("remote.git");
+    let cfg = env.root.join("lease.toml");
+    fs::write(&cfg, "archive = \"remote\"\n").unwrap();
+    let (id, wt) = kept(
+        &env,
+        &repo,
+        "feat",
+        "echo w > work.txt && git add work.txt && git commit -qm private-work",
+    );
+    let tip = env.git(&wt, &["rev-parse", "HEAD"]);
+    // The flag asks for a bundle, the config file for archival refs: the
+    // stricter join writes both.
+    let o = env
+        .lease()
+        .env("LEASE_CONFIG", &cfg)
+        .args(["retire", &id, "--archive", "bundle"])
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+    let rec = env.record_of(&id);
+    assert_eq!(rec["archive"]["kind"], "both", "{}", stderr(&o));
+    assert!(Path::new(rec["archive"]["location"].as_str().unwrap()).is_file());
+    assert_eq!(
+        remote_refs(&env, &remote, &format!("refs/lease/archive/{id}/head")),
+        vec![(format!("refs/lease/archive/{id}/head"), tip)]
+    );
+}
