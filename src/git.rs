@@ -715,3 +715,217 @@ mod tests {
         assert_eq!(parse_oids(b"ab\ncd\nab\n\n"), vec!["ab", "cd"]);
     }
 }
+
+/// Property tests of the `-z` parsers: arbitrary bytes never panic, and
+/// output rendered the way git renders it parses back to what was rendered,
+/// whatever bytes (newlines, spaces, tabs, non-UTF-8) the paths hold.
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod props {
+    use super::*;
+    use proptest::collection::vec;
+    use proptest::prelude::*;
+
+    /// A path as git may print it after `-z`: any bytes but NUL, never empty.
+    fn path() -> impl Strategy<Value = Vec<u8>> {
+        prop_oneof![
+            vec(1u8..=255, 1..24),
+            // Mostly ASCII with the separators that would break a line-based parser.
+            vec(
+                prop_oneof![
+                    Just(b'\n'),
+                    Just(b' '),
+                    Just(b'\t'),
+                    Just(0xff),
+                    b'a'..=b'z'
+                ],
+                1..12
+            ),
+        ]
+    }
+
+    fn oid() -> impl Strategy<Value = String> {
+        vec(
+            prop_oneof![b'0'..=b'9', b'a'..=b'f'].prop_map(char::from),
+            40,
+        )
+        .prop_map(|c| c.into_iter().collect())
+    }
+
+    /// A lock or prunable reason: text without NUL (git prints it as given).
+    fn reason() -> impl Strategy<Value = String> {
+        vec(any::<char>().prop_filter("no NUL", |c| *c != '\0'), 0..10)
+            .prop_map(|c| c.into_iter().collect())
+    }
+
+    fn worktree() -> impl Strategy<Value = WorktreeEntry> {
+        (
+            path(),
+            any::<bool>(),
+            oid(),
+            proptest::option::of(path()),
+            proptest::option::of(reason()),
+            proptest::option::of(reason()),
+        )
+            .prop_map(|(path, bare, head, branch, locked, prunable)| {
+                if bare {
+                    return WorktreeEntry {
+                        path,
+                        bare: true,
+                        ..Default::default()
+                    };
+                }
+                let detached = branch.is_none();
+                WorktreeEntry {
+                    path,
+                    head: Some(head),
+                    branch: branch.map(|b| [b"refs/heads/".as_slice(), &b].concat()),
+                    bare: false,
+                    detached,
+                    locked,
+                    prunable,
+                }
+            })
+    }
+
+    /// Renders entries as `git worktree list --porcelain -z` does.
+    fn render_worktrees(all: &[WorktreeEntry]) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut field = |parts: &[&[u8]]| {
+            out.extend(parts.concat());
+            out.push(0);
+        };
+        for e in all {
+            field(&[b"worktree ", &e.path]);
+            if e.bare {
+                field(&[b"bare"]);
+            } else {
+                field(&[b"HEAD ", e.head.as_deref().unwrap().as_bytes()]);
+                match &e.branch {
+                    Some(b) => field(&[b"branch ", b]),
+                    None => field(&[b"detached"]),
+                }
+            }
+            for (key, value) in [(&b"locked"[..], &e.locked), (b"prunable", &e.prunable)] {
+                match value.as_deref() {
+                    Some("") => field(&[key]),
+                    Some(r) => field(&[key, b" ", r.as_bytes()]),
+                    None => {}
+                }
+            }
+            field(&[]);
+        }
+        out
+    }
+
+    fn status() -> impl Strategy<Value = (StatusEntry, Option<Vec<u8>>)> {
+        let xy = prop_oneof![
+            Just(*b" M"),
+            Just(*b"M "),
+            Just(*b"MM"),
+            Just(*b"A "),
+            Just(*b" D"),
+            Just(*b"UU"),
+            Just(*b"??"),
+            Just(*b"!!"),
+            Just(*b"R "),
+            Just(*b"RM"),
+            Just(*b"C "),
+            Just(*b" R"),
+        ];
+        (xy, path(), path()).prop_map(|(xy, path, orig)| {
+            let renamed = matches!(xy[0], b'R' | b'C') || matches!(xy[1], b'R' | b'C');
+            (StatusEntry { xy, path }, renamed.then_some(orig))
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        #[test]
+        fn parsers_never_panic_on_arbitrary_bytes(out in vec(any::<u8>(), 0..256)) {
+            let _ = parse_worktrees(&out);
+            let _ = parse_status(&out);
+            let _ = parse_hidden(&out);
+            let _ = parse_gitlinks(&out);
+            let _ = parse_filter_drivers(&out);
+            let _ = parse_oids(&out);
+            let _ = parse_heads(&out);
+        }
+
+        #[test]
+        fn worktree_list_round_trips(all in vec(worktree(), 0..6)) {
+            prop_assert_eq!(parse_worktrees(&render_worktrees(&all)), all);
+        }
+
+        #[test]
+        fn status_round_trips(entries in vec(status(), 0..8)) {
+            let mut out = Vec::new();
+            for (e, orig) in &entries {
+                out.extend_from_slice(&e.xy);
+                out.push(b' ');
+                out.extend_from_slice(&e.path);
+                out.push(0);
+                if let Some(o) = orig {
+                    out.extend_from_slice(o);
+                    out.push(0);
+                }
+            }
+            let want: Vec<StatusEntry> = entries.into_iter().map(|(e, _)| e).collect();
+            prop_assert_eq!(parse_status(&out), want);
+        }
+
+        #[test]
+        fn ls_files_round_trips(
+            entries in vec((prop_oneof![Just(b'H'), Just(b'S'), Just(b'h'), Just(b's'), Just(b'M')],
+                            prop_oneof![Just("100644"), Just("100755"), Just("120000"), Just("160000")],
+                            oid(), path()), 0..8)
+        ) {
+            let mut out = Vec::new();
+            for (tag, mode, oid, path) in &entries {
+                out.extend_from_slice(&[*tag, b' ']);
+                out.extend_from_slice(format!("{mode} {oid} 0\t").as_bytes());
+                out.extend_from_slice(path);
+                out.push(0);
+            }
+            let hidden: Vec<HiddenEntry> = entries
+                .iter()
+                .filter(|(tag, ..)| *tag == b'S' || tag.is_ascii_lowercase())
+                .map(|(tag, mode, oid, path)| HiddenEntry {
+                    tag: *tag,
+                    mode: mode.to_string(),
+                    oid: oid.clone(),
+                    path: path.clone(),
+                })
+                .collect();
+            prop_assert_eq!(parse_hidden(&out), hidden);
+            let links: Vec<Vec<u8>> = entries
+                .iter()
+                .filter(|(_, mode, ..)| *mode == "160000")
+                .map(|(.., path)| path.clone())
+                .collect();
+            prop_assert_eq!(parse_gitlinks(&out), links);
+        }
+
+        #[test]
+        fn filter_driver_names_round_trip(
+            drivers in vec((vec(prop_oneof![1u8..=9, 11u8..=255], 0..10),
+                            prop_oneof![Just("clean"), Just("smudge"), Just("process"), Just("required")],
+                            vec(1u8..=255, 0..10)), 0..6)
+        ) {
+            let mut out = Vec::new();
+            let mut want: Vec<Vec<u8>> = Vec::new();
+            for (name, key, value) in &drivers {
+                out.extend_from_slice(b"filter.");
+                out.extend_from_slice(name);
+                out.extend_from_slice(format!(".{key}\n").as_bytes());
+                out.extend_from_slice(value);
+                out.push(0);
+                if !want.contains(name) {
+                    want.push(name.clone());
+                }
+            }
+            prop_assert_eq!(parse_filter_drivers(&out), want);
+        }
+    }
+}

@@ -494,21 +494,9 @@ impl Registry {
             Ok(b) => b,
             Err(e) => return bad(format!("unreadable: {e}")),
         };
-        let value: serde_json::Value = match serde_json::from_slice(&bytes) {
-            Ok(v) => v,
-            Err(e) => return bad(format!("corrupt: {e}")),
-        };
-        match value.get("schema").and_then(serde_json::Value::as_u64) {
-            Some(SCHEMA) => {}
-            Some(n) if n > SCHEMA => {
-                return bad(format!("of schema {n}, newer than this lease ({SCHEMA})"));
-            }
-            _ => return bad("corrupt: no known schema".into()),
-        }
-        match serde_json::from_value::<Record>(value) {
-            Ok(r) if r.id == id => Loaded::Ok(Box::new(r)),
-            Ok(r) => bad(format!("corrupt: its id is {}", r.id)),
-            Err(e) => bad(format!("corrupt: {e}")),
+        match parse(id, &bytes) {
+            Ok(r) => Loaded::Ok(Box::new(r)),
+            Err(problem) => bad(problem),
         }
     }
 
@@ -616,7 +604,7 @@ impl Registry {
     }
 
     fn write(&self, rec: &mut Record, event: &str) -> Result<()> {
-        let bytes = serde_json::to_vec_pretty(&*rec).expect("a record serializes");
+        let bytes = encode(rec);
         crate::paths::write_atomic(&self.file(&rec.id), &bytes)?;
         let audit = Audit::new(&self.root);
         if event == "create" {
@@ -656,6 +644,30 @@ impl Registry {
             .at_do("cannot open", &path)?;
         f.lock().at_do("cannot lock", &path)?;
         Ok(f)
+    }
+}
+
+/// The bytes of a record file: pretty JSON, as [`parse`] reads it back.
+fn encode(rec: &Record) -> Vec<u8> {
+    serde_json::to_vec_pretty(rec).expect("a record serializes")
+}
+
+/// Parses the bytes of record file `<id>.json`: JSON of a known schema whose
+/// `id` is `id`. The error says what is wrong, for [`Loaded::Bad`].
+fn parse(id: &str, bytes: &[u8]) -> std::result::Result<Record, String> {
+    let value: serde_json::Value =
+        serde_json::from_slice(bytes).map_err(|e| format!("corrupt: {e}"))?;
+    match value.get("schema").and_then(serde_json::Value::as_u64) {
+        Some(SCHEMA) => {}
+        Some(n) if n > SCHEMA => {
+            return Err(format!("of schema {n}, newer than this lease ({SCHEMA})"));
+        }
+        _ => return Err("corrupt: no known schema".into()),
+    }
+    match serde_json::from_value::<Record>(value) {
+        Ok(r) if r.id == id => Ok(r),
+        Ok(r) => Err(format!("corrupt: its id is {}", r.id)),
+        Err(e) => Err(format!("corrupt: {e}")),
     }
 }
 
@@ -726,5 +738,270 @@ mod tests {
         assert_eq!(Owner::parse("agent:x").unwrap().name, "x");
         assert!(Owner::parse("agent:").is_err());
         assert!(Owner::parse("nocolon").is_err());
+    }
+}
+
+/// Property tests: every record survives a write and a read unchanged, and a
+/// record file cut short anywhere is corrupt, never a different valid record.
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod props {
+    use super::*;
+    use proptest::collection::{btree_map, vec};
+    use proptest::option::of;
+    use proptest::prelude::*;
+
+    fn text() -> impl Strategy<Value = String> {
+        prop_oneof![
+            "[a-z0-9/._ -]{0,12}",
+            vec(any::<char>(), 0..8).prop_map(|c| c.into_iter().collect()),
+        ]
+    }
+
+    fn hex(n: usize) -> impl Strategy<Value = String> {
+        vec(
+            prop_oneof![b'0'..=b'9', b'a'..=b'f'].prop_map(char::from),
+            n,
+        )
+        .prop_map(|c| c.into_iter().collect())
+    }
+
+    fn state() -> impl Strategy<Value = State> {
+        proptest::sample::select(State::ALL.to_vec())
+    }
+
+    fn reason() -> impl Strategy<Value = HoldReason> {
+        proptest::sample::select(vec![
+            HoldReason::NotTerminal,
+            HoldReason::ConsumerAlive,
+            HoldReason::Dirty,
+            HoldReason::UniqueCommitsUnarchived,
+            HoldReason::Unprovable,
+            HoldReason::AlreadyRestored,
+        ])
+    }
+
+    fn file_id() -> impl Strategy<Value = FileId> {
+        (text(), any::<u64>(), any::<u64>(), of(any::<u64>())).prop_map(
+            |(path, dev, ino, btime)| FileId {
+                path,
+                dev,
+                ino,
+                btime,
+            },
+        )
+    }
+
+    fn owner() -> impl Strategy<Value = Owner> {
+        (text(), text()).prop_map(|(kind, name)| Owner { kind, name })
+    }
+
+    fn outcome() -> impl Strategy<Value = Outcome> {
+        (
+            of(any::<i32>()),
+            of(any::<i32>()),
+            text(),
+            of(hex(40)),
+            of(text()),
+            vec(any::<u32>(), 0..3),
+        )
+            .prop_map(|(code, signal, at, head, error, holders)| Outcome {
+                code,
+                signal,
+                at,
+                head,
+                error,
+                holders,
+            })
+    }
+
+    fn session() -> impl Strategy<Value = Session> {
+        (
+            any::<u32>(),
+            any::<u64>(),
+            text(),
+            of(text()),
+            of(outcome()),
+        )
+            .prop_map(|(pid, start_time, started_at, ended_at, outcome)| Session {
+                pid,
+                start_time,
+                started_at,
+                ended_at,
+                outcome,
+            })
+    }
+
+    fn json() -> impl Strategy<Value = serde_json::Value> {
+        prop_oneof![
+            Just(serde_json::Value::Null),
+            any::<bool>().prop_map(serde_json::Value::from),
+            any::<i64>().prop_map(serde_json::Value::from),
+            text().prop_map(serde_json::Value::from),
+            btree_map(text(), text(), 0..3).prop_map(|m| serde_json::json!(m)),
+        ]
+    }
+
+    fn archive() -> impl Strategy<Value = Archive> {
+        (
+            text(),
+            hex(64),
+            hex(40),
+            any::<u64>(),
+            btree_map(text(), hex(40), 0..3),
+            vec(hex(40), 0..3),
+            text(),
+            vec(json(), 0..2),
+        )
+            .prop_map(
+                |(location, sha256, tip, commits, refs, prerequisites, verified_at, receipts)| {
+                    Archive {
+                        kind: "bundle".into(),
+                        location,
+                        sha256,
+                        tip,
+                        commits,
+                        refs,
+                        prerequisites,
+                        verified_at,
+                        receipts,
+                    }
+                },
+            )
+    }
+
+    fn tombstone() -> impl Strategy<Value = Tombstone> {
+        (
+            text(),
+            hex(32),
+            text(),
+            any::<u64>(),
+            any::<u64>(),
+            any::<u64>(),
+            json(),
+        )
+            .prop_map(
+                |(path, id, removed_at, bytes_reclaimed, free_before, free_after, evidence)| {
+                    Tombstone {
+                        path,
+                        id,
+                        removed_at,
+                        bytes_reclaimed,
+                        free_before,
+                        free_after,
+                        evidence,
+                    }
+                },
+            )
+    }
+
+    fn record() -> impl Strategy<Value = Record> {
+        let head = (
+            hex(32),
+            state(),
+            text(),
+            of(file_id()),
+            file_id(),
+            any::<bool>(),
+            of(text()),
+            hex(40),
+            owner(),
+            any::<u32>(),
+            text(),
+            of(file_id()),
+        );
+        let tail = (
+            vec(session(), 0..3),
+            of(outcome()),
+            of((owner(), text(), of(text()))),
+            of(archive()),
+            vec((text(), vec(reason(), 0..3), vec(text(), 0..2)), 0..3),
+            of(tombstone()),
+            of(hex(32)),
+        );
+        (head, tail).prop_map(
+            |(
+                (
+                    id,
+                    state,
+                    repo,
+                    worktree,
+                    root,
+                    adopted,
+                    branch,
+                    base,
+                    owner,
+                    uid,
+                    created_at,
+                    lease,
+                ),
+                (sessions, outcome, retention, archive, attempts, tombstone, restored_from),
+            )| Record {
+                schema: SCHEMA,
+                id,
+                state,
+                repo,
+                worktree,
+                root,
+                origin: if adopted {
+                    Origin::Adopted
+                } else {
+                    Origin::Created
+                },
+                branch,
+                base,
+                owner,
+                uid,
+                created_at,
+                lease,
+                sessions,
+                outcome,
+                retention: retention.map(|(owner, reason, until)| Retention {
+                    owner,
+                    reason,
+                    until,
+                }),
+                archive,
+                attempts: attempts
+                    .into_iter()
+                    .map(|(at, reasons, detail)| Attempt {
+                        at,
+                        reasons,
+                        detail,
+                    })
+                    .collect(),
+                tombstone,
+                restored_from,
+                pending: Vec::new(),
+            },
+        )
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(128))]
+
+        #[test]
+        fn records_round_trip(rec in record()) {
+            prop_assert_eq!(parse(&rec.id, &encode(&rec)), Ok(rec));
+        }
+
+        #[test]
+        fn truncated_records_are_corrupt(rec in record(), cut in any::<proptest::sample::Index>()) {
+            let bytes = encode(&rec);
+            let cut = cut.index(bytes.len());
+            let got = parse(&rec.id, &bytes[..cut]);
+            prop_assert!(got.is_err(), "{} of {} bytes parsed as {:?}", cut, bytes.len(), got);
+        }
+
+        #[test]
+        fn a_record_under_another_name_is_corrupt(rec in record(), other in hex(32)) {
+            prop_assume!(other != rec.id);
+            prop_assert!(parse(&other, &encode(&rec)).is_err());
+        }
+
+        #[test]
+        fn arbitrary_bytes_never_panic(bytes in vec(any::<u8>(), 0..200), id in hex(32)) {
+            let _ = parse(&id, &bytes);
+        }
     }
 }
