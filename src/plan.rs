@@ -1238,10 +1238,10 @@ mod props {
             }
             if ev.lease_before.is_none() {
                 unknown.push(HoldReason::LeaseMissing);
-            } else if let LockOutcome::Error(_) = ev.lock {
-                if ev.lease_before == Some(good_lease()) {
-                    unknown.push(HoldReason::LockUnsupported);
-                }
+            } else if let LockOutcome::Error(_) = ev.lock
+                && ev.lease_before == Some(good_lease())
+            {
+                unknown.push(HoldReason::LockUnsupported);
             }
             if !ev.inventory.unreadable.is_empty() {
                 unknown.push(HoldReason::Uninventoriable);

@@ -289,6 +289,13 @@ pub fn reap(root: &StateRoot, git: &Git, apply: bool) -> Result<ReapReport> {
     let loaded = reaper.reg.scan()?;
     let before = free_space(root, &loaded);
     for l in loaded {
+        // Audit lines a crash lost after a record's last write, removed
+        // records included: nothing else will ever update those.
+        if let (true, Loaded::Ok(rec)) = (apply, &l)
+            && let Err(e) = reaper.reg.recover_audit(&rec.id)
+        {
+            report.errors.push(format!("record {}: {e}", rec.id));
+        }
         match l {
             Loaded::Ok(rec) if rec.state == State::Removed => report.skipped_removed += 1,
             Loaded::Ok(rec) => report.items.push(reaper.reconcile(*rec)),

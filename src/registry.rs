@@ -6,12 +6,18 @@
 //! - A record is only ever replaced whole (`paths::write_atomic`).
 //! - Every state change goes through [`Record::set_state`], which refuses an
 //!   illegal transition and queues an audit line written with the record.
+//! - Every audit line about a record has exactly one copy in the log, even
+//!   when a crash falls between the record's write and its lines: the record
+//!   numbers its events (`audit_seq`) and keeps those of its latest write
+//!   (`unaudited`); `<id>.lock` holds the last number known to be in the log.
+//!   Under the record's lock, before any change, [`Registry::update`] appends
+//!   what the log lacks ([`Registry::recover_audit`]).
 //! - A record that is corrupt or of a newer schema is listed as such and never
 //!   changed: [`Registry::update`] fails with [`Error::Record`] (exit 3).
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
@@ -347,9 +353,16 @@ pub struct Record {
     /// came from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub restored_from: Option<String>,
-    /// Transitions made since load, written to the audit log with the record.
+    /// How many audit events this record has made (the `seq` of its last).
+    #[serde(default)]
+    pub audit_seq: u64,
+    /// The audit events of the latest write, kept until the next write so a
+    /// crash between the record and its audit lines loses no line.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unaudited: Vec<Event>,
+    /// Audit events made since load, written to the log with the record.
     #[serde(skip)]
-    pending: Vec<(State, State)>,
+    pending: Vec<Event>,
 }
 
 /// Whether lease created the worktree or adopted an existing one.
@@ -395,6 +408,8 @@ impl Record {
             attempts: Vec::new(),
             tombstone: None,
             restored_from: None,
+            audit_seq: 0,
+            unaudited: Vec::new(),
             pending: Vec::new(),
         }
     }
@@ -411,9 +426,20 @@ impl Record {
                 ),
             });
         }
-        self.pending.push((self.state, to));
+        self.pending.push(Event {
+            from: Some(self.state),
+            to: Some(to),
+            ..Event::note("transition", &self.id, vec![], vec![])
+        });
         self.state = to;
         Ok(())
+    }
+
+    /// Queues an audit line about this record (`held`, `archived`, `hold`,
+    /// `release`), written with the record by [`Registry::update`].
+    pub fn audit(&mut self, event: &str, reasons: Vec<HoldReason>, detail: Vec<String>) {
+        self.pending
+            .push(Event::note(event, &self.id, reasons, detail));
     }
 
     /// Adds a launcher session, keeping the last [`MAX_SESSIONS`].
@@ -556,7 +582,7 @@ impl Registry {
 
     /// Writes a new record (it must not exist yet) and audits its creation.
     pub fn create(&self, rec: &mut Record) -> Result<()> {
-        let _lock = self.lock(&rec.id)?;
+        let lock = self.lock(&rec.id)?;
         let path = self.file(&rec.id);
         if path.exists() {
             return Err(Error::Record {
@@ -564,21 +590,68 @@ impl Registry {
                 problem: "already exists".into(),
             });
         }
-        self.write(rec, "create")
+        rec.pending.insert(
+            0,
+            Event {
+                to: Some(rec.state),
+                ..Event::note("create", &rec.id, vec![], vec![])
+            },
+        );
+        self.write(rec, &lock)
     }
 
     /// Read-modify-write of one record under its exclusive lock. `f` may change
     /// the record and call [`Record::set_state`]; the record is written only if
     /// `f` succeeds and changed it, then each transition is audited.
+    ///
+    /// First, audit lines a crash lost after the record's last write are
+    /// appended ([`Registry::recover_audit`]), so the log keeps each record's
+    /// lines in order.
     pub fn update<T>(&self, id: &str, f: impl FnOnce(&mut Record) -> Result<T>) -> Result<T> {
-        let _lock = self.lock(id)?;
+        let lock = self.lock(id)?;
         let mut rec = self.get(id)?;
+        self.recover(&rec, &lock)?;
         let before = rec.clone();
         let out = f(&mut rec)?;
         if rec != before || !rec.pending.is_empty() {
-            self.write(&mut rec, "transition")?;
+            self.write(&mut rec, &lock)?;
         }
         Ok(out)
+    }
+
+    /// Appends the audit lines of record `id`'s latest write that a crash
+    /// lost, under the record's lock; `lease reap --apply` runs it on every
+    /// record, removed ones included.
+    pub fn recover_audit(&self, id: &str) -> Result<()> {
+        let lock = self.lock(id)?;
+        let rec = self.get(id)?;
+        self.recover(&rec, &lock)
+    }
+
+    /// The recovery itself: `lock` is the record's lock file, which holds the
+    /// last `seq` known to be in the log. Only when that lags the record does
+    /// it read the log, to append exactly the lines that are missing.
+    fn recover(&self, rec: &Record, lock: &fs::File) -> Result<()> {
+        if read_audited(lock) >= rec.audit_seq {
+            return Ok(());
+        }
+        let audit = Audit::new(&self.root);
+        let logged = crate::audit::last_seq(&self.root.audit_log(), &rec.id)?;
+        for e in rec.unaudited.iter().filter(|e| e.seq > logged) {
+            audit.append(&Event {
+                recovered: true,
+                ..e.clone()
+            })?;
+        }
+        self.write_audited(lock, &rec.id, rec.audit_seq)
+    }
+
+    fn write_audited(&self, lock: &fs::File, id: &str, seq: u64) -> Result<()> {
+        lock.write_all_at(format!("{seq:020}\n").as_bytes(), 0)
+            .at_do(
+                "cannot write",
+                &self.root.records().join(format!("{id}.lock")),
+            )
     }
 
     /// Records a held retire: one more `attempts` entry and one audit line.
@@ -591,43 +664,32 @@ impl Registry {
                 reasons: reasons.clone(),
                 detail: detail.clone(),
             });
+            rec.audit("held", reasons, detail);
             Ok(())
-        })?;
-        Audit::new(&self.root).append(&Event {
-            event: "held".into(),
-            id: id.to_string(),
-            from: None,
-            to: None,
-            reasons,
-            detail,
         })
     }
 
-    fn write(&self, rec: &mut Record, event: &str) -> Result<()> {
-        let bytes = encode(rec);
-        crate::paths::write_atomic(&self.file(&rec.id), &bytes)?;
+    /// Numbers the queued events, writes the record (which keeps them as
+    /// `unaudited`), appends them to the log, then notes in `lock` that the
+    /// log has them. A crash anywhere in between loses no line: the next
+    /// [`Registry::update`] appends what is missing.
+    fn write(&self, rec: &mut Record, lock: &fs::File) -> Result<()> {
+        let mut events = std::mem::take(&mut rec.pending);
+        for e in &mut events {
+            rec.audit_seq += 1;
+            e.seq = rec.audit_seq;
+        }
+        rec.unaudited = events;
+        crate::paths::write_atomic(&self.file(&rec.id), &encode(rec))?;
+        crate::fault::point("record-written");
         let audit = Audit::new(&self.root);
-        if event == "create" {
-            audit.append(&Event {
-                event: "create".into(),
-                id: rec.id.clone(),
-                from: None,
-                to: Some(rec.state),
-                reasons: vec![],
-                detail: vec![],
-            })?;
+        for e in &rec.unaudited {
+            audit.append(e)?;
         }
-        for (from, to) in rec.pending.drain(..) {
-            audit.append(&Event {
-                event: "transition".into(),
-                id: rec.id.clone(),
-                from: Some(from),
-                to: Some(to),
-                reasons: vec![],
-                detail: vec![],
-            })?;
+        if rec.unaudited.is_empty() {
+            return Ok(());
         }
-        Ok(())
+        self.write_audited(lock, &rec.id, rec.audit_seq)
     }
 
     /// Takes the short exclusive flock on `<id>.lock`; released when the guard drops (by close, never `LOCK_UN`).
@@ -669,6 +731,17 @@ fn parse(id: &str, bytes: &[u8]) -> std::result::Result<Record, String> {
         Ok(r) => Err(format!("corrupt: its id is {}", r.id)),
         Err(e) => Err(format!("corrupt: {e}")),
     }
+}
+
+/// Reads the last audited `seq` from a record's lock file; 0 when it is empty
+/// or unreadable (then [`Registry::recover_audit`] reads the log to be sure).
+fn read_audited(lock: &fs::File) -> u64 {
+    let mut buf = [0u8; 32];
+    let n = lock.read_at(&mut buf, 0).unwrap_or(0);
+    std::str::from_utf8(&buf[..n])
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(0)
 }
 
 /// Returns true if and only if `s` looks like a record id (32 lowercase hex digits).
@@ -972,6 +1045,8 @@ mod props {
                     .collect(),
                 tombstone,
                 restored_from,
+                audit_seq: 0,
+                unaudited: Vec::new(),
                 pending: Vec::new(),
             },
         )

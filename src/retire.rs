@@ -24,7 +24,6 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
-use crate::audit::{Audit, Event};
 use crate::error::{Error, IoResultExt, Result};
 use crate::git::{self, Git, RepoGit};
 use crate::plan::{self, Disposition, Hold, HoldReason, StateGate};
@@ -228,16 +227,13 @@ impl Engine {
                     let id = held.rec.id.clone();
                     let a2 = a.clone();
                     self.reg.update(&id, |r| {
+                        r.audit(
+                            "archived",
+                            vec![],
+                            vec![a2.location.clone(), a2.sha256.clone()],
+                        );
                         r.archive = Some(a2);
                         Ok(())
-                    })?;
-                    Audit::new(self.reg.root()).append(&Event {
-                        event: "archived".into(),
-                        id: id.clone(),
-                        from: None,
-                        to: None,
-                        reasons: vec![],
-                        detail: vec![a.location.clone(), a.sha256.clone()],
                     })?;
                     held.rec = self.reg.get(&id)?;
                     Some(a)
