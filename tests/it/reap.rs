@@ -1239,3 +1239,56 @@ fn a_retire_killed_after_its_first_write_loses_no_audit_line() {
     audit_matches_record(&env, &id).unwrap();
     assert_finished(&env, &repo, &id);
 }
+
+#[test]
+fn a_retire_that_finishes_while_reap_looks_at_it_is_not_an_error() {
+    // Found by scripts/soak: reap read a `retiring` record, a running retire
+    // then removed the worktree and recorded `removed`, and reap's own
+    // `retiring -> removed` failed ("not allowed to go from removed to
+    // removed", exit 3). Now reap re-reads the state under the record lock.
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let (o, id) = lease_new(&env, &repo, &[], &["exec", "--keep", "--", "true"]);
+    assert_code(&o, 0);
+    assert_code(&env.lease().args(["release", &id]).output().unwrap(), 0);
+    let pause = env.root.join("pause");
+    fs::create_dir(&pause).unwrap();
+    let dir = pause.to_str().unwrap();
+    let retire = spawn_with(
+        &env,
+        &[
+            ("LEASE_FI_PAUSE", "retire-before-remove"),
+            ("LEASE_FI_DIR", dir),
+        ],
+        &["retire", &id],
+    );
+    wait_until("the retire to pause before removal", || {
+        pause.join("paused-retire-before-remove").exists()
+    });
+    assert_eq!(env.record_of(&id)["state"], "retiring");
+    let reaper = env
+        .lease()
+        .env("LEASE_FI_PAUSE", "reap-retiring")
+        .env("LEASE_FI_DIR", dir)
+        .args(["reap", "--apply", "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_until("reap to pause at the retiring record", || {
+        pause.join("paused-reap-retiring").exists()
+    });
+    fs::write(pause.join("resume-retire-before-remove"), "").unwrap();
+    assert_code(&retire.wait(), 0);
+    assert_eq!(env.record_of(&id)["state"], "removed");
+    let before = manifest(&env.state);
+    fs::write(pause.join("resume-reap-retiring"), "").unwrap();
+    let o = reaper.wait_with_output().unwrap();
+    assert_code(&o, 1);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(v["errors"].as_array().unwrap().is_empty(), "{v:#}");
+    assert_eq!(codes(item(&v, &id)), ["retire-in-progress"], "{v:#}");
+    assert_eq!(manifest(&env.state), before, "reap changed nothing");
+    audit_matches_record(&env, &id).unwrap();
+    assert_finished(&env, &repo, &id);
+}
