@@ -15,7 +15,7 @@ use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use crate::error::{Error, IoResultExt, Result};
+use crate::error::{Error, Result};
 use crate::plan::StatusEntry;
 
 /// The oldest git lease accepts: `git worktree list -z` arrived in 2.36.
@@ -360,6 +360,18 @@ impl Cmd {
         self
     }
 
+    /// A git that cannot even start is a failed probe, which holds
+    /// (`git-failed`): most often its working directory is gone, because a
+    /// concurrent retire removed the worktree after an earlier gate saw it.
+    fn spawn_failed(&self, e: &std::io::Error) -> Error {
+        let program = Path::new(self.inner.get_program()).display();
+        let detail = match self.inner.get_current_dir() {
+            Some(dir) => format!("cannot run git `{program}` in `{}`: {e}", dir.display()),
+            None => format!("cannot run git `{program}`: {e}"),
+        };
+        Error::refused(crate::plan::HoldReason::GitFailed, detail)
+    }
+
     /// Runs it and returns what it produced, whatever the exit status.
     pub fn output(&mut self) -> Result<Output> {
         let args = self
@@ -375,7 +387,7 @@ impl Cmd {
             .stderr(Stdio::piped())
             .stdout(Stdio::piped())
             .output()
-            .at_do("cannot run git", Path::new(self.inner.get_program()))?;
+            .map_err(|e| self.spawn_failed(&e))?;
         tracing::debug!(args = %args, code = ?out.status.code(), "git exited");
         Ok(Output {
             ok: out.status.success(),

@@ -2244,3 +2244,22 @@ fn gate7_anything_that_moved_while_archiving_holds() {
         assert_eq!(fx.env.record_of(&id)["state"], "terminal", "{reason}");
     }
 }
+
+#[test]
+fn d2_worktree_gone_mid_retire_is_a_hold_not_an_error() {
+    // Found by scripts/soak: a concurrent retire removed the worktree after
+    // this retire's gate 2 and before a git probe that runs inside it; the
+    // spawn failed (ENOENT for the working directory) and the retire reported
+    // "cannot run git" with exit 3. A git probe that cannot run holds.
+    let fx = Fx::new();
+    let (id, wt) = fx.worktree("true");
+    let before = manifest(&wt);
+    let moved = wt.with_extension("moved");
+    let o = paused_retire(&fx, &id, "retire-locked", || {
+        fs::rename(&wt, &moved).unwrap();
+    });
+    assert_code(&o, 1);
+    assert_eq!(reasons(&o), ["git-failed"], "{}", stdout(&o));
+    assert_eq!(manifest(&moved), before, "nothing changed in the tree");
+    assert_eq!(fx.env.record_of(&id)["state"], "terminal");
+}
