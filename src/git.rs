@@ -591,7 +591,8 @@ pub fn parse_hidden(out: &[u8]) -> Vec<HiddenEntry> {
         if !(tag == b'S' || tag.is_ascii_lowercase()) {
             continue;
         }
-        let Some(tab) = rec.iter().position(|&b| b == b'\t') else {
+        // The tag and a space come first: a tab before them is not this format.
+        let Some(tab) = rec.iter().position(|&b| b == b'\t').filter(|&t| t >= 2) else {
             continue;
         };
         let meta = String::from_utf8_lossy(&rec[2..tab]).into_owned();
@@ -704,6 +705,14 @@ mod tests {
         assert_eq!((h[0].tag, h[0].path.as_slice()), (b'S', &b"a"[..]));
         assert_eq!(h[1].tag, b'h');
         assert_eq!(h[1].mode, "100644");
+    }
+
+    #[test]
+    fn hidden_entries_with_a_tab_in_the_tag_never_panic() {
+        // Found by props::parsers_never_panic_on_arbitrary_bytes: `a\t\x01`
+        // sliced meta as rec[2..1].
+        assert_eq!(parse_hidden(b"a\t\x01"), vec![]);
+        assert_eq!(parse_hidden(b"S\tx\0h\t\t\0"), vec![]);
     }
 
     #[test]
@@ -855,7 +864,11 @@ mod props {
         #![proptest_config(ProptestConfig::with_cases(256))]
 
         #[test]
-        fn parsers_never_panic_on_arbitrary_bytes(out in vec(any::<u8>(), 0..256)) {
+        fn parsers_never_panic_on_arbitrary_bytes(out in prop_oneof![
+            vec(any::<u8>(), 0..256),
+            // Near misses: the bytes the formats are made of, in any order.
+            vec(proptest::sample::select(b"\0\t \nSHhM1600w.=abc/".to_vec()), 0..64),
+        ]) {
             let _ = parse_worktrees(&out);
             let _ = parse_status(&out);
             let _ = parse_hidden(&out);
