@@ -823,6 +823,7 @@ mod props {
     use proptest::collection::{btree_map, vec};
     use proptest::option::of;
     use proptest::prelude::*;
+    use proptest::sample::select;
 
     fn text() -> impl Strategy<Value = String> {
         prop_oneof![
@@ -968,6 +969,31 @@ mod props {
             )
     }
 
+    fn event() -> impl Strategy<Value = Event> {
+        (
+            select(vec!["create", "transition", "held", "archived"]),
+            hex(32),
+            of(state()),
+            of(state()),
+            vec(reason(), 0..2),
+            vec(text(), 0..2),
+            any::<u64>(),
+            any::<bool>(),
+        )
+            .prop_map(
+                |(event, id, from, to, reasons, detail, seq, recovered)| Event {
+                    event: event.into(),
+                    id,
+                    from,
+                    to,
+                    reasons,
+                    detail,
+                    seq,
+                    recovered,
+                },
+            )
+    }
+
     fn record() -> impl Strategy<Value = Record> {
         let head = (
             hex(32),
@@ -991,6 +1017,7 @@ mod props {
             vec((text(), vec(reason(), 0..3), vec(text(), 0..2)), 0..3),
             of(tombstone()),
             of(hex(32)),
+            (any::<u64>(), vec(event(), 0..3)),
         );
         (head, tail).prop_map(
             |(
@@ -1008,7 +1035,16 @@ mod props {
                     created_at,
                     lease,
                 ),
-                (sessions, outcome, retention, archive, attempts, tombstone, restored_from),
+                (
+                    sessions,
+                    outcome,
+                    retention,
+                    archive,
+                    attempts,
+                    tombstone,
+                    restored_from,
+                    (audit_seq, unaudited),
+                ),
             )| Record {
                 schema: SCHEMA,
                 id,
@@ -1045,8 +1081,8 @@ mod props {
                     .collect(),
                 tombstone,
                 restored_from,
-                audit_seq: 0,
-                unaudited: Vec::new(),
+                audit_seq,
+                unaudited,
                 pending: Vec::new(),
             },
         )
