@@ -1,13 +1,18 @@
 //! The append-only audit log: one JSON line per transition or held retire,
 //! each carrying the sha256 of the line before it, so a torn or edited line is
 //! detected by [`verify`], never rewritten.
+//!
+//! Lines about a record carry its per-record sequence number `seq`. The
+//! registry writes a record before its lines, keeps the lines of its latest
+//! write in the record (`unaudited`), and appends any a crash lost before the
+//! record's next change (`registry::Registry::update`), marked `recovered`.
 
 use std::fs;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::error::{IoResultExt, Result};
@@ -19,7 +24,7 @@ use crate::registry::State;
 const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 
 /// One thing that happened to a record.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Event {
     /// `create`, `transition`, `held`, `archived`, `removed`, ...
     pub event: String,
@@ -33,6 +38,34 @@ pub struct Event {
     pub reasons: Vec<HoldReason>,
     /// Free-form evidence.
     pub detail: Vec<String>,
+    /// The record's sequence number of this event (1 for `create`); 0 for
+    /// lines about no record (`repair`) and in logs written before it existed.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub seq: u64,
+    /// True on a line appended late because a crash lost it after its record
+    /// was written; `time` is then when it was appended.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub recovered: bool,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+impl Event {
+    /// An event about record `id` with no state change.
+    pub fn note(event: &str, id: &str, reasons: Vec<HoldReason>, detail: Vec<String>) -> Event {
+        Event {
+            event: event.into(),
+            id: id.into(),
+            from: None,
+            to: None,
+            reasons,
+            detail,
+            seq: 0,
+            recovered: false,
+        }
+    }
 }
 
 #[derive(Serialize)]
@@ -137,6 +170,29 @@ pub fn verify(path: &Path) -> Result<Option<usize>> {
     Ok(None)
 }
 
+/// Returns the `seq` of the last line about record `id` in the log at `path`
+/// (0 if there is none, or the log does not exist). Reads the whole log: only
+/// a recovery after a crash calls it.
+pub fn last_seq(path: &Path, id: &str) -> Result<u64> {
+    let bytes = match fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+        Err(e) => return Err(e).at_do("cannot read", path),
+    };
+    for line in bytes.rsplit(|&b| b == b'\n') {
+        let Ok(v) = serde_json::from_slice::<serde_json::Value>(line) else {
+            continue;
+        };
+        if v.get("id").and_then(|i| i.as_str()) == Some(id) {
+            return Ok(v
+                .get("seq")
+                .and_then(serde_json::Value::as_u64)
+                .unwrap_or(0));
+        }
+    }
+    Ok(0)
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -150,7 +206,23 @@ mod tests {
             to: Some(State::Terminal),
             reasons: vec![],
             detail: vec![],
+            seq: 1,
+            recovered: false,
         }
+    }
+
+    #[test]
+    fn last_seq_finds_the_last_line_of_a_record() {
+        let t = tempfile::tempdir().unwrap();
+        let a = Audit {
+            path: t.path().join("audit.jsonl"),
+        };
+        assert_eq!(last_seq(&a.path, "r1").unwrap(), 0, "no log yet");
+        for (id, seq) in [("r1", 1), ("r2", 1), ("r1", 2), ("r2", 2)] {
+            a.append(&Event { seq, ..event(id) }).unwrap();
+        }
+        assert_eq!(last_seq(&a.path, "r1").unwrap(), 2);
+        assert_eq!(last_seq(&a.path, "r3").unwrap(), 0);
     }
 
     #[test]

@@ -15,7 +15,7 @@ use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use crate::error::{Error, IoResultExt, Result};
+use crate::error::{Error, Result};
 use crate::plan::StatusEntry;
 
 /// The oldest git lease accepts: `git worktree list -z` arrived in 2.36.
@@ -403,6 +403,18 @@ impl Cmd {
         self
     }
 
+    /// A git that cannot even start is a failed probe, which holds
+    /// (`git-failed`): most often its working directory is gone, because a
+    /// concurrent retire removed the worktree after an earlier gate saw it.
+    fn spawn_failed(&self, e: &std::io::Error) -> Error {
+        let program = Path::new(self.inner.get_program()).display();
+        let detail = match self.inner.get_current_dir() {
+            Some(dir) => format!("cannot run git `{program}` in `{}`: {e}", dir.display()),
+            None => format!("cannot run git `{program}`: {e}"),
+        };
+        Error::refused(crate::plan::HoldReason::GitFailed, detail)
+    }
+
     /// Runs it and returns what it produced, whatever the exit status.
     pub fn output(&mut self) -> Result<Output> {
         let args = self
@@ -418,7 +430,7 @@ impl Cmd {
             .stderr(Stdio::piped())
             .stdout(Stdio::piped())
             .output()
-            .at_do("cannot run git", Path::new(self.inner.get_program()))?;
+            .map_err(|e| self.spawn_failed(&e))?;
         tracing::debug!(args = %args, code = ?out.status.code(), "git exited");
         Ok(Output {
             ok: out.status.success(),
@@ -622,7 +634,8 @@ pub fn parse_hidden(out: &[u8]) -> Vec<HiddenEntry> {
         if !(tag == b'S' || tag.is_ascii_lowercase()) {
             continue;
         }
-        let Some(tab) = rec.iter().position(|&b| b == b'\t') else {
+        // The tag and a space come first: a tab before them is not this format.
+        let Some(tab) = rec.iter().position(|&b| b == b'\t').filter(|&t| t >= 2) else {
             continue;
         };
         let meta = String::from_utf8_lossy(&rec[2..tab]).into_owned();
@@ -750,6 +763,14 @@ mod tests {
     }
 
     #[test]
+    fn hidden_entries_with_a_tab_in_the_tag_never_panic() {
+        // Found by props::parsers_never_panic_on_arbitrary_bytes: `a\t\x01`
+        // sliced meta as rec[2..1].
+        assert_eq!(parse_hidden(b"a\t\x01"), vec![]);
+        assert_eq!(parse_hidden(b"S\tx\0h\t\t\0"), vec![]);
+    }
+
+    #[test]
     fn filter_drivers_keep_odd_names() {
         let out = b"filter.lfs.clean\ngit-lfs clean\0filter.a=b.smudge\nx\0filter.lfs.process\ny\0filter.x.y.required\ntrue\0";
         let names = parse_filter_drivers(out);
@@ -780,5 +801,223 @@ mod tests {
                 ("bbb".to_string(), "refs/tags/v1".to_string())
             ]
         );
+    }
+}
+
+/// Property tests of the `-z` parsers: arbitrary bytes never panic, and
+/// output rendered the way git renders it parses back to what was rendered,
+/// whatever bytes (newlines, spaces, tabs, non-UTF-8) the paths hold.
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod props {
+    use super::*;
+    use proptest::collection::vec;
+    use proptest::prelude::*;
+
+    /// A path as git may print it after `-z`: any bytes but NUL, never empty.
+    fn path() -> impl Strategy<Value = Vec<u8>> {
+        prop_oneof![
+            vec(1u8..=255, 1..24),
+            // Mostly ASCII with the separators that would break a line-based parser.
+            vec(
+                prop_oneof![
+                    Just(b'\n'),
+                    Just(b' '),
+                    Just(b'\t'),
+                    Just(0xff),
+                    b'a'..=b'z'
+                ],
+                1..12
+            ),
+        ]
+    }
+
+    fn oid() -> impl Strategy<Value = String> {
+        vec(
+            prop_oneof![b'0'..=b'9', b'a'..=b'f'].prop_map(char::from),
+            40,
+        )
+        .prop_map(|c| c.into_iter().collect())
+    }
+
+    /// A lock or prunable reason: text without NUL (git prints it as given).
+    fn reason() -> impl Strategy<Value = String> {
+        vec(any::<char>().prop_filter("no NUL", |c| *c != '\0'), 0..10)
+            .prop_map(|c| c.into_iter().collect())
+    }
+
+    fn worktree() -> impl Strategy<Value = WorktreeEntry> {
+        (
+            path(),
+            any::<bool>(),
+            oid(),
+            proptest::option::of(path()),
+            proptest::option::of(reason()),
+            proptest::option::of(reason()),
+        )
+            .prop_map(|(path, bare, head, branch, locked, prunable)| {
+                if bare {
+                    return WorktreeEntry {
+                        path,
+                        bare: true,
+                        ..Default::default()
+                    };
+                }
+                let detached = branch.is_none();
+                WorktreeEntry {
+                    path,
+                    head: Some(head),
+                    branch: branch.map(|b| [b"refs/heads/".as_slice(), &b].concat()),
+                    bare: false,
+                    detached,
+                    locked,
+                    prunable,
+                }
+            })
+    }
+
+    /// Renders entries as `git worktree list --porcelain -z` does.
+    fn render_worktrees(all: &[WorktreeEntry]) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut field = |parts: &[&[u8]]| {
+            out.extend(parts.concat());
+            out.push(0);
+        };
+        for e in all {
+            field(&[b"worktree ", &e.path]);
+            if e.bare {
+                field(&[b"bare"]);
+            } else {
+                field(&[b"HEAD ", e.head.as_deref().unwrap().as_bytes()]);
+                match &e.branch {
+                    Some(b) => field(&[b"branch ", b]),
+                    None => field(&[b"detached"]),
+                }
+            }
+            for (key, value) in [(&b"locked"[..], &e.locked), (b"prunable", &e.prunable)] {
+                match value.as_deref() {
+                    Some("") => field(&[key]),
+                    Some(r) => field(&[key, b" ", r.as_bytes()]),
+                    None => {}
+                }
+            }
+            field(&[]);
+        }
+        out
+    }
+
+    fn status() -> impl Strategy<Value = (StatusEntry, Option<Vec<u8>>)> {
+        let xy = prop_oneof![
+            Just(*b" M"),
+            Just(*b"M "),
+            Just(*b"MM"),
+            Just(*b"A "),
+            Just(*b" D"),
+            Just(*b"UU"),
+            Just(*b"??"),
+            Just(*b"!!"),
+            Just(*b"R "),
+            Just(*b"RM"),
+            Just(*b"C "),
+            Just(*b" R"),
+        ];
+        (xy, path(), path()).prop_map(|(xy, path, orig)| {
+            let renamed = matches!(xy[0], b'R' | b'C') || matches!(xy[1], b'R' | b'C');
+            (StatusEntry { xy, path }, renamed.then_some(orig))
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        #[test]
+        fn parsers_never_panic_on_arbitrary_bytes(out in prop_oneof![
+            vec(any::<u8>(), 0..256),
+            // Near misses: the bytes the formats are made of, in any order.
+            vec(proptest::sample::select(b"\0\t \nSHhM1600w.=abc/".to_vec()), 0..64),
+        ]) {
+            let _ = parse_worktrees(&out);
+            let _ = parse_status(&out);
+            let _ = parse_hidden(&out);
+            let _ = parse_gitlinks(&out);
+            let _ = parse_filter_drivers(&out);
+            let _ = parse_oids(&out);
+            let _ = parse_heads(&out);
+        }
+
+        #[test]
+        fn worktree_list_round_trips(all in vec(worktree(), 0..6)) {
+            prop_assert_eq!(parse_worktrees(&render_worktrees(&all)), all);
+        }
+
+        #[test]
+        fn status_round_trips(entries in vec(status(), 0..8)) {
+            let mut out = Vec::new();
+            for (e, orig) in &entries {
+                out.extend_from_slice(&e.xy);
+                out.push(b' ');
+                out.extend_from_slice(&e.path);
+                out.push(0);
+                if let Some(o) = orig {
+                    out.extend_from_slice(o);
+                    out.push(0);
+                }
+            }
+            let want: Vec<StatusEntry> = entries.into_iter().map(|(e, _)| e).collect();
+            prop_assert_eq!(parse_status(&out), want);
+        }
+
+        #[test]
+        fn ls_files_round_trips(
+            entries in vec((prop_oneof![Just(b'H'), Just(b'S'), Just(b'h'), Just(b's'), Just(b'M')],
+                            prop_oneof![Just("100644"), Just("100755"), Just("120000"), Just("160000")],
+                            oid(), path()), 0..8)
+        ) {
+            let mut out = Vec::new();
+            for (tag, mode, oid, path) in &entries {
+                out.extend_from_slice(&[*tag, b' ']);
+                out.extend_from_slice(format!("{mode} {oid} 0\t").as_bytes());
+                out.extend_from_slice(path);
+                out.push(0);
+            }
+            let hidden: Vec<HiddenEntry> = entries
+                .iter()
+                .filter(|(tag, ..)| *tag == b'S' || tag.is_ascii_lowercase())
+                .map(|(tag, mode, oid, path)| HiddenEntry {
+                    tag: *tag,
+                    mode: mode.to_string(),
+                    oid: oid.clone(),
+                    path: path.clone(),
+                })
+                .collect();
+            prop_assert_eq!(parse_hidden(&out), hidden);
+            let links: Vec<Vec<u8>> = entries
+                .iter()
+                .filter(|(_, mode, ..)| *mode == "160000")
+                .map(|(.., path)| path.clone())
+                .collect();
+            prop_assert_eq!(parse_gitlinks(&out), links);
+        }
+
+        #[test]
+        fn filter_driver_names_round_trip(
+            drivers in vec((vec(prop_oneof![1u8..=9, 11u8..=255], 0..10),
+                            prop_oneof![Just("clean"), Just("smudge"), Just("process"), Just("required")],
+                            vec(1u8..=255, 0..10)), 0..6)
+        ) {
+            let mut out = Vec::new();
+            let mut want: Vec<Vec<u8>> = Vec::new();
+            for (name, key, value) in &drivers {
+                out.extend_from_slice(b"filter.");
+                out.extend_from_slice(name);
+                out.extend_from_slice(format!(".{key}\n").as_bytes());
+                out.extend_from_slice(value);
+                out.push(0);
+                if !want.contains(name) {
+                    want.push(name.clone());
+                }
+            }
+            prop_assert_eq!(parse_filter_drivers(&out), want);
+        }
     }
 }

@@ -14,7 +14,6 @@ use std::time::{Duration, SystemTime};
 
 use serde::Serialize;
 
-use crate::audit::{Audit, Event};
 use crate::error::{Error, Result};
 use crate::registry::{Owner, Registry, Retention, State};
 
@@ -154,6 +153,15 @@ pub fn hold(reg: &Registry, req: &HoldRequest) -> Result<HoldReport> {
                 )));
             }
         };
+        r.audit(
+            "hold",
+            vec![],
+            vec![
+                format!("owner {}:{}", retention.owner.kind, retention.owner.name),
+                format!("reason {}", retention.reason),
+                format!("until {}", retention.until.as_deref().unwrap_or("-")),
+            ],
+        );
         Ok(HoldReport {
             id: r.id.clone(),
             worktree: r.worktree.as_ref().map(|w| w.path.clone()),
@@ -163,18 +171,6 @@ pub fn hold(reg: &Registry, req: &HoldRequest) -> Result<HoldReport> {
             pending,
             previous,
         })
-    })?;
-    Audit::new(reg.root()).append(&Event {
-        event: "hold".into(),
-        id: id.clone(),
-        from: None,
-        to: None,
-        reasons: vec![],
-        detail: vec![
-            format!("owner {}:{}", retention.owner.kind, retention.owner.name),
-            format!("reason {}", retention.reason),
-            format!("until {}", retention.until.as_deref().unwrap_or("-")),
-        ],
     })?;
     Ok(report)
 }
@@ -234,6 +230,19 @@ pub fn release(reg: &Registry, id: &str) -> Result<HoldReport> {
                 )));
             }
         }
+        r.audit(
+            "release",
+            vec![],
+            previous
+                .iter()
+                .map(|p| {
+                    format!(
+                        "was held by {}:{}: {}",
+                        p.owner.kind, p.owner.name, p.reason
+                    )
+                })
+                .collect(),
+        );
         Ok(HoldReport {
             id: r.id.clone(),
             worktree: r.worktree.as_ref().map(|w| w.path.clone()),
@@ -243,23 +252,6 @@ pub fn release(reg: &Registry, id: &str) -> Result<HoldReport> {
             pending: false,
             previous,
         })
-    })?;
-    Audit::new(reg.root()).append(&Event {
-        event: "release".into(),
-        id: id.clone(),
-        from: None,
-        to: None,
-        reasons: vec![],
-        detail: report
-            .previous
-            .iter()
-            .map(|p| {
-                format!(
-                    "was held by {}:{}: {}",
-                    p.owner.kind, p.owner.name, p.reason
-                )
-            })
-            .collect(),
     })?;
     Ok(report)
 }

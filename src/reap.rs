@@ -297,6 +297,13 @@ pub fn reap(
     let step = crate::progress::begin("reaping", Some(loaded.len() as u64));
     for l in loaded {
         step.inc();
+        // Audit lines a crash lost after a record's last write, removed
+        // records included: nothing else will ever update those.
+        if let (true, Loaded::Ok(rec)) = (apply, &l)
+            && let Err(e) = reaper.reg.recover_audit(&rec.id)
+        {
+            report.errors.push(format!("record {}: {e}", rec.id));
+        }
         match l {
             Loaded::Ok(rec) if rec.state == State::Removed => report.skipped_removed += 1,
             Loaded::Ok(rec) => report.items.push(reaper.reconcile(*rec)),
@@ -740,9 +747,36 @@ impl Reaper<'_> {
         });
     }
 
+    /// Applies `f` to the record if it is still `retiring`, and returns
+    /// whether it did. A retire that finished between the scan and now (it
+    /// removed the worktree and unlinked the lease file) leaves the record
+    /// `removed`: the item is then held `retire-in-progress`, and nothing is
+    /// changed.
+    fn still_retiring(
+        &self,
+        rec: &Record,
+        item: &mut ReapItem,
+        f: impl FnOnce(&mut Record) -> Result<()>,
+    ) -> Result<bool> {
+        let moved = self.reg.update(&rec.id, |r| {
+            if r.state != State::Retiring {
+                return Ok(Some(r.state));
+            }
+            f(r).map(|()| None)
+        })?;
+        if let Some(now) = moved {
+            item.hold(Hold::new(
+                HoldReason::RetireInProgress,
+                format!("the record changed while reaping: it is {} now", now.name()),
+            ));
+        }
+        Ok(moved.is_none())
+    }
+
     /// Resumes a retire that did not finish. A running retire holds the lease
     /// exclusively, so it is never disturbed.
     fn retiring(&self, rec: &Record, item: &mut ReapItem) -> Result<()> {
+        crate::fault::point("reap-retiring");
         let Some(wt) = &rec.worktree else {
             item.hold(Hold::new(
                 HoldReason::PathIdentity,
@@ -819,10 +853,12 @@ impl Reaper<'_> {
                     branch: None,
                 };
                 let t2 = tomb.clone();
-                self.reg.update(&rec.id, |r| {
+                if !self.still_retiring(rec, item, |r| {
                     r.tombstone = Some(t2);
                     r.set_state(State::Removed)
-                })?;
+                })? {
+                    return Ok(());
+                }
                 if let (Some(l), Some(_)) = (&rec.lease, &lock) {
                     // Unlinked under the exclusive lock, which closes with `lock`.
                     let _ = fs::remove_file(l.path());
@@ -866,7 +902,9 @@ impl Reaper<'_> {
                     ));
                     return Ok(());
                 }
-                self.reg.update(&rec.id, |r| r.set_state(State::Terminal))?;
+                if !self.still_retiring(rec, item, |r| r.set_state(State::Terminal))? {
+                    return Ok(());
+                }
                 drop(lock);
                 item.detail.push(
                     "a retire stopped before removal: returned to terminal, gates run again".into(),

@@ -6,12 +6,18 @@
 //! - A record is only ever replaced whole (`paths::write_atomic`).
 //! - Every state change goes through [`Record::set_state`], which refuses an
 //!   illegal transition and queues an audit line written with the record.
+//! - Every audit line about a record has exactly one copy in the log, even
+//!   when a crash falls between the record's write and its lines: the record
+//!   numbers its events (`audit_seq`) and keeps those of its latest write
+//!   (`unaudited`); `<id>.lock` holds the last number known to be in the log.
+//!   Under the record's lock, before any change, [`Registry::update`] appends
+//!   what the log lacks ([`Registry::recover_audit`]).
 //! - A record that is corrupt or of a newer schema is listed as such and never
 //!   changed: [`Registry::update`] fails with [`Error::Record`] (exit 3).
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
@@ -391,9 +397,16 @@ pub struct Record {
     /// came from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub restored_from: Option<String>,
-    /// Transitions made since load, written to the audit log with the record.
+    /// How many audit events this record has made (the `seq` of its last).
+    #[serde(default)]
+    pub audit_seq: u64,
+    /// The audit events of the latest write, kept until the next write so a
+    /// crash between the record and its audit lines loses no line.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unaudited: Vec<Event>,
+    /// Audit events made since load, written to the log with the record.
     #[serde(skip)]
-    pending: Vec<(State, State)>,
+    pending: Vec<Event>,
 }
 
 /// Whether lease created the worktree or adopted an existing one.
@@ -439,6 +452,8 @@ impl Record {
             attempts: Vec::new(),
             tombstone: None,
             restored_from: None,
+            audit_seq: 0,
+            unaudited: Vec::new(),
             pending: Vec::new(),
         }
     }
@@ -455,9 +470,20 @@ impl Record {
                 ),
             });
         }
-        self.pending.push((self.state, to));
+        self.pending.push(Event {
+            from: Some(self.state),
+            to: Some(to),
+            ..Event::note("transition", &self.id, vec![], vec![])
+        });
         self.state = to;
         Ok(())
+    }
+
+    /// Queues an audit line about this record (`held`, `archived`, `hold`,
+    /// `release`), written with the record by [`Registry::update`].
+    pub fn audit(&mut self, event: &str, reasons: Vec<HoldReason>, detail: Vec<String>) {
+        self.pending
+            .push(Event::note(event, &self.id, reasons, detail));
     }
 
     /// Adds a launcher session, keeping the last [`MAX_SESSIONS`].
@@ -538,21 +564,9 @@ impl Registry {
             Ok(b) => b,
             Err(e) => return bad(format!("unreadable: {e}")),
         };
-        let value: serde_json::Value = match serde_json::from_slice(&bytes) {
-            Ok(v) => v,
-            Err(e) => return bad(format!("corrupt: {e}")),
-        };
-        match value.get("schema").and_then(serde_json::Value::as_u64) {
-            Some(SCHEMA) => {}
-            Some(n) if n > SCHEMA => {
-                return bad(format!("of schema {n}, newer than this lease ({SCHEMA})"));
-            }
-            _ => return bad("corrupt: no known schema".into()),
-        }
-        match serde_json::from_value::<Record>(value) {
-            Ok(r) if r.id == id => Loaded::Ok(Box::new(r)),
-            Ok(r) => bad(format!("corrupt: its id is {}", r.id)),
-            Err(e) => bad(format!("corrupt: {e}")),
+        match parse(id, &bytes) {
+            Ok(r) => Loaded::Ok(Box::new(r)),
+            Err(problem) => bad(problem),
         }
     }
 
@@ -612,7 +626,7 @@ impl Registry {
 
     /// Writes a new record (it must not exist yet) and audits its creation.
     pub fn create(&self, rec: &mut Record) -> Result<()> {
-        let _lock = self.lock(&rec.id)?;
+        let lock = self.lock(&rec.id)?;
         let path = self.file(&rec.id);
         if path.exists() {
             return Err(Error::Record {
@@ -620,21 +634,68 @@ impl Registry {
                 problem: "already exists".into(),
             });
         }
-        self.write(rec, "create")
+        rec.pending.insert(
+            0,
+            Event {
+                to: Some(rec.state),
+                ..Event::note("create", &rec.id, vec![], vec![])
+            },
+        );
+        self.write(rec, &lock)
     }
 
     /// Read-modify-write of one record under its exclusive lock. `f` may change
     /// the record and call [`Record::set_state`]; the record is written only if
     /// `f` succeeds and changed it, then each transition is audited.
+    ///
+    /// First, audit lines a crash lost after the record's last write are
+    /// appended ([`Registry::recover_audit`]), so the log keeps each record's
+    /// lines in order.
     pub fn update<T>(&self, id: &str, f: impl FnOnce(&mut Record) -> Result<T>) -> Result<T> {
-        let _lock = self.lock(id)?;
+        let lock = self.lock(id)?;
         let mut rec = self.get(id)?;
+        self.recover(&rec, &lock)?;
         let before = rec.clone();
         let out = f(&mut rec)?;
         if rec != before || !rec.pending.is_empty() {
-            self.write(&mut rec, "transition")?;
+            self.write(&mut rec, &lock)?;
         }
         Ok(out)
+    }
+
+    /// Appends the audit lines of record `id`'s latest write that a crash
+    /// lost, under the record's lock; `lease reap --apply` runs it on every
+    /// record, removed ones included.
+    pub fn recover_audit(&self, id: &str) -> Result<()> {
+        let lock = self.lock(id)?;
+        let rec = self.get(id)?;
+        self.recover(&rec, &lock)
+    }
+
+    /// The recovery itself: `lock` is the record's lock file, which holds the
+    /// last `seq` known to be in the log. Only when that lags the record does
+    /// it read the log, to append exactly the lines that are missing.
+    fn recover(&self, rec: &Record, lock: &fs::File) -> Result<()> {
+        if read_audited(lock) >= rec.audit_seq {
+            return Ok(());
+        }
+        let audit = Audit::new(&self.root);
+        let logged = crate::audit::last_seq(&self.root.audit_log(), &rec.id)?;
+        for e in rec.unaudited.iter().filter(|e| e.seq > logged) {
+            audit.append(&Event {
+                recovered: true,
+                ..e.clone()
+            })?;
+        }
+        self.write_audited(lock, &rec.id, rec.audit_seq)
+    }
+
+    fn write_audited(&self, lock: &fs::File, id: &str, seq: u64) -> Result<()> {
+        lock.write_all_at(format!("{seq:020}\n").as_bytes(), 0)
+            .at_do(
+                "cannot write",
+                &self.root.records().join(format!("{id}.lock")),
+            )
     }
 
     /// Records a held retire: one more `attempts` entry and one audit line.
@@ -647,43 +708,32 @@ impl Registry {
                 reasons: reasons.clone(),
                 detail: detail.clone(),
             });
+            rec.audit("held", reasons, detail);
             Ok(())
-        })?;
-        Audit::new(&self.root).append(&Event {
-            event: "held".into(),
-            id: id.to_string(),
-            from: None,
-            to: None,
-            reasons,
-            detail,
         })
     }
 
-    fn write(&self, rec: &mut Record, event: &str) -> Result<()> {
-        let bytes = serde_json::to_vec_pretty(&*rec).expect("a record serializes");
-        crate::paths::write_atomic(&self.file(&rec.id), &bytes)?;
+    /// Numbers the queued events, writes the record (which keeps them as
+    /// `unaudited`), appends them to the log, then notes in `lock` that the
+    /// log has them. A crash anywhere in between loses no line: the next
+    /// [`Registry::update`] appends what is missing.
+    fn write(&self, rec: &mut Record, lock: &fs::File) -> Result<()> {
+        let mut events = std::mem::take(&mut rec.pending);
+        for e in &mut events {
+            rec.audit_seq += 1;
+            e.seq = rec.audit_seq;
+        }
+        rec.unaudited = events;
+        crate::paths::write_atomic(&self.file(&rec.id), &encode(rec))?;
+        crate::fault::point("record-written");
         let audit = Audit::new(&self.root);
-        if event == "create" {
-            audit.append(&Event {
-                event: "create".into(),
-                id: rec.id.clone(),
-                from: None,
-                to: Some(rec.state),
-                reasons: vec![],
-                detail: vec![],
-            })?;
+        for e in &rec.unaudited {
+            audit.append(e)?;
         }
-        for (from, to) in rec.pending.drain(..) {
-            audit.append(&Event {
-                event: "transition".into(),
-                id: rec.id.clone(),
-                from: Some(from),
-                to: Some(to),
-                reasons: vec![],
-                detail: vec![],
-            })?;
+        if rec.unaudited.is_empty() {
+            return Ok(());
         }
-        Ok(())
+        self.write_audited(lock, &rec.id, rec.audit_seq)
     }
 
     /// Takes the short exclusive flock on `<id>.lock`; released when the guard drops (by close, never `LOCK_UN`).
@@ -701,6 +751,41 @@ impl Registry {
         f.lock().at_do("cannot lock", &path)?;
         Ok(f)
     }
+}
+
+/// The bytes of a record file: pretty JSON, as [`parse`] reads it back.
+fn encode(rec: &Record) -> Vec<u8> {
+    serde_json::to_vec_pretty(rec).expect("a record serializes")
+}
+
+/// Parses the bytes of record file `<id>.json`: JSON of a known schema whose
+/// `id` is `id`. The error says what is wrong, for [`Loaded::Bad`].
+fn parse(id: &str, bytes: &[u8]) -> std::result::Result<Record, String> {
+    let value: serde_json::Value =
+        serde_json::from_slice(bytes).map_err(|e| format!("corrupt: {e}"))?;
+    match value.get("schema").and_then(serde_json::Value::as_u64) {
+        Some(SCHEMA) => {}
+        Some(n) if n > SCHEMA => {
+            return Err(format!("of schema {n}, newer than this lease ({SCHEMA})"));
+        }
+        _ => return Err("corrupt: no known schema".into()),
+    }
+    match serde_json::from_value::<Record>(value) {
+        Ok(r) if r.id == id => Ok(r),
+        Ok(r) => Err(format!("corrupt: its id is {}", r.id)),
+        Err(e) => Err(format!("corrupt: {e}")),
+    }
+}
+
+/// Reads the last audited `seq` from a record's lock file; 0 when it is empty
+/// or unreadable (then [`Registry::recover_audit`] reads the log to be sure).
+fn read_audited(lock: &fs::File) -> u64 {
+    let mut buf = [0u8; 32];
+    let n = lock.read_at(&mut buf, 0).unwrap_or(0);
+    std::str::from_utf8(&buf[..n])
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(0)
 }
 
 /// Returns true if and only if `s` looks like a record id (32 lowercase hex digits).
@@ -770,5 +855,308 @@ mod tests {
         assert_eq!(Owner::parse("agent:x").unwrap().name, "x");
         assert!(Owner::parse("agent:").is_err());
         assert!(Owner::parse("nocolon").is_err());
+    }
+}
+
+/// Property tests: every record survives a write and a read unchanged, and a
+/// record file cut short anywhere is corrupt, never a different valid record.
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod props {
+    use super::*;
+    use proptest::collection::{btree_map, vec};
+    use proptest::option::of;
+    use proptest::prelude::*;
+    use proptest::sample::select;
+
+    fn text() -> impl Strategy<Value = String> {
+        prop_oneof![
+            "[a-z0-9/._ -]{0,12}",
+            vec(any::<char>(), 0..8).prop_map(|c| c.into_iter().collect()),
+        ]
+    }
+
+    fn hex(n: usize) -> impl Strategy<Value = String> {
+        vec(
+            prop_oneof![b'0'..=b'9', b'a'..=b'f'].prop_map(char::from),
+            n,
+        )
+        .prop_map(|c| c.into_iter().collect())
+    }
+
+    fn state() -> impl Strategy<Value = State> {
+        proptest::sample::select(State::ALL.to_vec())
+    }
+
+    fn reason() -> impl Strategy<Value = HoldReason> {
+        proptest::sample::select(vec![
+            HoldReason::NotTerminal,
+            HoldReason::ConsumerAlive,
+            HoldReason::Dirty,
+            HoldReason::UniqueCommitsUnarchived,
+            HoldReason::Unprovable,
+            HoldReason::AlreadyRestored,
+        ])
+    }
+
+    fn file_id() -> impl Strategy<Value = FileId> {
+        (text(), any::<u64>(), any::<u64>(), of(any::<u64>())).prop_map(
+            |(path, dev, ino, btime)| FileId {
+                path,
+                dev,
+                ino,
+                btime,
+            },
+        )
+    }
+
+    fn owner() -> impl Strategy<Value = Owner> {
+        (text(), text()).prop_map(|(kind, name)| Owner { kind, name })
+    }
+
+    fn outcome() -> impl Strategy<Value = Outcome> {
+        (
+            of(any::<i32>()),
+            of(any::<i32>()),
+            text(),
+            of(hex(40)),
+            of(text()),
+            vec(any::<u32>(), 0..3),
+        )
+            .prop_map(|(code, signal, at, head, error, holders)| Outcome {
+                code,
+                signal,
+                at,
+                head,
+                error,
+                holders,
+            })
+    }
+
+    fn session() -> impl Strategy<Value = Session> {
+        (
+            any::<u32>(),
+            any::<u64>(),
+            text(),
+            of(text()),
+            of(outcome()),
+        )
+            .prop_map(|(pid, start_time, started_at, ended_at, outcome)| Session {
+                pid,
+                start_time,
+                started_at,
+                ended_at,
+                outcome,
+            })
+    }
+
+    fn json() -> impl Strategy<Value = serde_json::Value> {
+        prop_oneof![
+            Just(serde_json::Value::Null),
+            any::<bool>().prop_map(serde_json::Value::from),
+            any::<i64>().prop_map(serde_json::Value::from),
+            text().prop_map(serde_json::Value::from),
+            btree_map(text(), text(), 0..3).prop_map(|m| serde_json::json!(m)),
+        ]
+    }
+
+    fn archive() -> impl Strategy<Value = Archive> {
+        (
+            text(),
+            hex(64),
+            hex(40),
+            any::<u64>(),
+            btree_map(text(), hex(40), 0..3),
+            vec(hex(40), 0..3),
+            text(),
+            vec(json(), 0..2),
+        )
+            .prop_map(
+                |(location, sha256, tip, commits, refs, prerequisites, verified_at, receipts)| {
+                    Archive {
+                        kind: "bundle".into(),
+                        location,
+                        sha256,
+                        tip,
+                        commits,
+                        refs,
+                        prerequisites,
+                        verified_at,
+                        receipts,
+                    }
+                },
+            )
+    }
+
+    fn tombstone() -> impl Strategy<Value = Tombstone> {
+        (
+            text(),
+            hex(32),
+            text(),
+            any::<u64>(),
+            any::<u64>(),
+            any::<u64>(),
+            json(),
+        )
+            .prop_map(
+                |(path, id, removed_at, bytes_reclaimed, free_before, free_after, evidence)| {
+                    Tombstone {
+                        path,
+                        id,
+                        removed_at,
+                        bytes_reclaimed,
+                        free_before,
+                        free_after,
+                        evidence,
+                    }
+                },
+            )
+    }
+
+    fn event() -> impl Strategy<Value = Event> {
+        (
+            select(vec!["create", "transition", "held", "archived"]),
+            hex(32),
+            of(state()),
+            of(state()),
+            vec(reason(), 0..2),
+            vec(text(), 0..2),
+            any::<u64>(),
+            any::<bool>(),
+        )
+            .prop_map(
+                |(event, id, from, to, reasons, detail, seq, recovered)| Event {
+                    event: event.into(),
+                    id,
+                    from,
+                    to,
+                    reasons,
+                    detail,
+                    seq,
+                    recovered,
+                },
+            )
+    }
+
+    fn record() -> impl Strategy<Value = Record> {
+        let head = (
+            hex(32),
+            state(),
+            text(),
+            of(file_id()),
+            file_id(),
+            any::<bool>(),
+            of(text()),
+            hex(40),
+            owner(),
+            any::<u32>(),
+            text(),
+            of(file_id()),
+        );
+        let tail = (
+            vec(session(), 0..3),
+            of(outcome()),
+            of((owner(), text(), of(text()))),
+            of(archive()),
+            vec((text(), vec(reason(), 0..3), vec(text(), 0..2)), 0..3),
+            of(tombstone()),
+            of(hex(32)),
+            (any::<u64>(), vec(event(), 0..3)),
+        );
+        (head, tail).prop_map(
+            |(
+                (
+                    id,
+                    state,
+                    repo,
+                    worktree,
+                    root,
+                    adopted,
+                    branch,
+                    base,
+                    owner,
+                    uid,
+                    created_at,
+                    lease,
+                ),
+                (
+                    sessions,
+                    outcome,
+                    retention,
+                    archive,
+                    attempts,
+                    tombstone,
+                    restored_from,
+                    (audit_seq, unaudited),
+                ),
+            )| Record {
+                schema: SCHEMA,
+                id,
+                state,
+                repo,
+                worktree,
+                root,
+                origin: if adopted {
+                    Origin::Adopted
+                } else {
+                    Origin::Created
+                },
+                branch,
+                base,
+                owner,
+                uid,
+                created_at,
+                lease,
+                sessions,
+                outcome,
+                retention: retention.map(|(owner, reason, until)| Retention {
+                    owner,
+                    reason,
+                    until,
+                }),
+                archive,
+                attempts: attempts
+                    .into_iter()
+                    .map(|(at, reasons, detail)| Attempt {
+                        at,
+                        reasons,
+                        detail,
+                    })
+                    .collect(),
+                tombstone,
+                restored_from,
+                audit_seq,
+                unaudited,
+                pending: Vec::new(),
+            },
+        )
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(128))]
+
+        #[test]
+        fn records_round_trip(rec in record()) {
+            prop_assert_eq!(parse(&rec.id, &encode(&rec)), Ok(rec));
+        }
+
+        #[test]
+        fn truncated_records_are_corrupt(rec in record(), cut in any::<proptest::sample::Index>()) {
+            let bytes = encode(&rec);
+            let cut = cut.index(bytes.len());
+            let got = parse(&rec.id, &bytes[..cut]);
+            prop_assert!(got.is_err(), "{} of {} bytes parsed as {:?}", cut, bytes.len(), got);
+        }
+
+        #[test]
+        fn a_record_under_another_name_is_corrupt(rec in record(), other in hex(32)) {
+            prop_assume!(other != rec.id);
+            prop_assert!(parse(&other, &encode(&rec)).is_err());
+        }
+
+        #[test]
+        fn arbitrary_bytes_never_panic(bytes in vec(any::<u8>(), 0..200), id in hex(32)) {
+            let _ = parse(&id, &bytes);
+        }
     }
 }

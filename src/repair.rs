@@ -631,14 +631,12 @@ pub fn apply(reg: Option<&Registry>, git: &Git, plan: RepairPlan) -> Result<Repa
     }
     drop(lock);
     if let Some(reg) = reg {
-        Audit::new(reg.root()).append(&Event {
-            event: "repair".into(),
-            id: report.plan.record.clone().unwrap_or_else(|| "-".into()),
-            from: None,
-            to: None,
-            reasons: vec![],
-            detail: vec![report.plan.path.clone(), report.plan.admin.clone()],
-        })?;
+        Audit::new(reg.root()).append(&Event::note(
+            "repair",
+            &report.plan.record.clone().unwrap_or_else(|| "-".into()),
+            vec![],
+            vec![report.plan.path.clone(), report.plan.admin.clone()],
+        ))?;
     }
     Ok(report)
 }

@@ -505,7 +505,6 @@ fn unreachable_tips(
 
 /// `lease archive drop ID [--unreachable-ok]`.
 pub fn drop(id: &str, unreachable_ok: bool) -> Result<DropReport> {
-    use crate::audit::{Audit, Event};
     let (reg, git, rec) = open(id)?;
     let a = archive_of(&rec)?.clone();
     let repo = PathBuf::from(&rec.repo);
@@ -528,17 +527,13 @@ pub fn drop(id: &str, unreachable_ok: bool) -> Result<DropReport> {
             ));
         }
     };
-    let audit = Audit::new(reg.root());
     if let Err(h) = crate::plan::gate_archive_droppable(&unreachable)
         && !unreachable_ok
     {
-        audit.append(&Event {
-            event: "archive-drop-held".into(),
-            id: rec.id.clone(),
-            from: None,
-            to: None,
-            reasons: vec![h.reason],
-            detail: vec![h.detail.clone()],
+        let (reason, detail) = (h.reason, h.detail.clone());
+        reg.update(&rec.id, |r| {
+            r.audit("archive-drop-held", vec![reason], vec![detail]);
+            Ok(())
         })?;
         return Err(Error::refused(
             h.reason,
@@ -566,16 +561,6 @@ pub fn drop(id: &str, unreachable_ok: bool) -> Result<DropReport> {
         remote_refs_deleted = drop_remote_refs(rg, &repo, r)?;
     }
     let dropped_id = rec.id.clone();
-    reg.update(&dropped_id, |r| {
-        if r.archive.as_ref() != Some(&a) {
-            return Err(Error::refused(
-                HoldReason::RetireInProgress,
-                "the archive changed while it was being dropped; run the drop again",
-            ));
-        }
-        r.archive = None;
-        Ok(())
-    })?;
     let mut detail = vec![a.kind.clone(), a.location.clone(), a.sha256.clone()];
     detail.extend(tips.iter().map(|t| format!("tip {t}")));
     if !unreachable.is_empty() {
@@ -585,17 +570,22 @@ pub fn drop(id: &str, unreachable_ok: bool) -> Result<DropReport> {
             unreachable.join(", ")
         ));
     }
-    audit.append(&Event {
-        event: "archive-dropped".into(),
-        id: dropped_id.clone(),
-        from: None,
-        to: None,
-        reasons: if unreachable.is_empty() {
-            vec![]
-        } else {
-            vec![HoldReason::ArchiveUnreachable]
-        },
-        detail,
+    let reasons = if unreachable.is_empty() {
+        vec![]
+    } else {
+        vec![HoldReason::ArchiveUnreachable]
+    };
+    // The audit line goes through the record write, so a crash cannot lose it.
+    reg.update(&dropped_id, |r| {
+        if r.archive.as_ref() != Some(&a) {
+            return Err(Error::refused(
+                HoldReason::RetireInProgress,
+                "the archive changed while it was being dropped; run the drop again",
+            ));
+        }
+        r.archive = None;
+        r.audit("archive-dropped", reasons, detail);
+        Ok(())
     })?;
     if let Some(b) = &bundle {
         if let Err(e) = fs::remove_file(b)

@@ -8,7 +8,6 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use super::{Engine, Held, Reach};
-use crate::audit::{Audit, Event};
 use crate::error::{IoResultExt, Result};
 use crate::git::{self, RepoGit};
 use crate::plan::{self, Hold, HoldReason};
@@ -63,11 +62,6 @@ impl Engine {
             a.remote = Some(r);
         }
         let id = held.rec.id.clone();
-        let a2 = a.clone();
-        self.reg.update(&id, |r| {
-            r.archive = Some(a2);
-            Ok(())
-        })?;
         let mut detail = vec![a.kind.clone(), a.location.clone()];
         if a.has_bundle() {
             detail.push(a.sha256.clone());
@@ -75,13 +69,13 @@ impl Engine {
         if let Some(r) = &a.remote {
             detail.extend(r.refs.iter().map(|(name, oid)| format!("{name} {oid}")));
         }
-        Audit::new(self.reg.root()).append(&Event {
-            event: "archived".into(),
-            id: id.clone(),
-            from: None,
-            to: None,
-            reasons: vec![],
-            detail,
+        let a2 = a.clone();
+        // The line goes through the record, so a crash right after the
+        // write cannot lose it (the next change or reap recovers it).
+        self.reg.update(&id, |r| {
+            r.audit("archived", vec![], detail);
+            r.archive = Some(a2);
+            Ok(())
         })?;
         held.rec = self.reg.get(&id)?;
         Ok(Ok(a))

@@ -15,7 +15,6 @@
 use std::path::PathBuf;
 
 use super::{Engine, Held, Reach};
-use crate::audit::{Audit, Event};
 use crate::error::Result;
 use crate::git;
 use crate::plan::{self, Hold, HoldReason};
@@ -105,17 +104,16 @@ impl Engine {
                 }
             }
         };
-        Audit::new(self.reg.root()).append(&Event {
-            event: if outcome.deleted {
-                "branch-deleted".into()
-            } else {
-                "branch-kept".into()
-            },
-            id: held.rec.id.clone(),
-            from: None,
-            to: None,
-            reasons: outcome.reason.into_iter().collect(),
-            detail: vec![full, tip, outcome.detail.clone()],
+        let event = if outcome.deleted {
+            "branch-deleted"
+        } else {
+            "branch-kept"
+        };
+        let reasons: Vec<HoldReason> = outcome.reason.into_iter().collect();
+        let detail = vec![full, tip, outcome.detail.clone()];
+        self.reg.update(&held.rec.id, |r| {
+            r.audit(event, reasons, detail);
+            Ok(())
         })?;
         Ok(Some(outcome))
     }

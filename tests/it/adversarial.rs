@@ -2061,7 +2061,6 @@ fn d5_enospc_at_the_nth_write_never_costs_an_invariant() {
             Some(0) => {
                 assert_eq!(state, "removed", "n={n}");
                 reached_ok = true;
-                break;
             }
             Some(1 | 3) => match state.as_str() {
                 // Refused before removal: the tree is intact.
@@ -2074,7 +2073,26 @@ fn d5_enospc_at_the_nth_write_never_costs_an_invariant() {
             },
             other => panic!("n={n}: exit {other:?}: {}", stderr(&o)),
         }
+        // A failed audit write loses no line: the next change of the record,
+        // or the next reap for a removed one, appends it.
+        let o = fx
+            .env
+            .lease()
+            .args(["reap", "--apply", "--json"])
+            .output()
+            .unwrap();
+        assert!(
+            matches!(o.status.code(), Some(0 | 1)),
+            "n={n}: {}",
+            stderr(&o)
+        );
+        if let Err(e) = crate::support::audit_matches_record(&fx.env, &id) {
+            panic!("n={n}: {e}");
+        }
         fx.assert_clean();
+        if reached_ok {
+            break;
+        }
     }
     assert!(reached_ok, "some n past the last write must succeed");
 }
@@ -2225,4 +2243,23 @@ fn gate7_anything_that_moved_while_archiving_holds() {
         assert!(wt.join("a").exists(), "{reason}: the worktree is intact");
         assert_eq!(fx.env.record_of(&id)["state"], "terminal", "{reason}");
     }
+}
+
+#[test]
+fn d2_worktree_gone_mid_retire_is_a_hold_not_an_error() {
+    // Found by scripts/soak: a concurrent retire removed the worktree after
+    // this retire's gate 2 and before a git probe that runs inside it; the
+    // spawn failed (ENOENT for the working directory) and the retire reported
+    // "cannot run git" with exit 3. A git probe that cannot run holds.
+    let fx = Fx::new();
+    let (id, wt) = fx.worktree("true");
+    let before = manifest(&wt);
+    let moved = wt.with_extension("moved");
+    let o = paused_retire(&fx, &id, "retire-locked", || {
+        fs::rename(&wt, &moved).unwrap();
+    });
+    assert_code(&o, 1);
+    assert_eq!(reasons(&o), ["git-failed"], "{}", stdout(&o));
+    assert_eq!(manifest(&moved), before, "nothing changed in the tree");
+    assert_eq!(fx.env.record_of(&id)["state"], "terminal");
 }

@@ -1176,3 +1176,119 @@ fn hold_is_refused_while_a_retire_runs() {
     assert_code(&bg.wait(), 0);
     assert_eq!(env.record_of(&id)["state"], "removed");
 }
+
+#[test]
+fn a_crash_between_a_record_and_its_audit_line_loses_no_line() {
+    // Found by scripts/soak (seed 3109916239): a SIGKILL after a record was
+    // written and before its audit line was appended left a transition the
+    // log never had. The create line of a launcher killed there:
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let id = crash_at(&env, &repo, "record-written", "true");
+    assert_eq!(env.record_of(&id)["state"], "planned");
+    assert!(
+        env.audit().iter().all(|l| l["id"] != id.as_str()),
+        "the crash came before the create line"
+    );
+    let (o, v) = reap(&env, &["--apply"]);
+    assert_code(&o, 0);
+    assert_eq!(item(&v, &id)["disposition"], "removed");
+    assert_eq!(
+        states(&assert_transitions(&env, &id)),
+        ["planned", "removed"]
+    );
+    let lines: Vec<_> = env
+        .audit()
+        .into_iter()
+        .filter(|l| l["id"] == id.as_str())
+        .collect();
+    assert_eq!(lines[0]["recovered"], true, "{lines:#?}");
+    assert!(lines[1]["recovered"].is_null(), "{lines:#?}");
+    audit_matches_record(&env, &id).unwrap();
+    assert_finished(&env, &repo, &id);
+}
+
+#[test]
+fn a_retire_killed_after_its_first_write_loses_no_audit_line() {
+    // The lost line sits between others: a retire killed right after writing
+    // `retiring`. The reap that finishes it appends the line first.
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let (o, id) = lease_new(&env, &repo, &[], &["exec", "--keep", "--", "true"]);
+    assert_code(&o, 0);
+    let o = env.lease().args(["release", &id]).output().unwrap();
+    assert_code(&o, 0);
+    let o = env
+        .lease()
+        .env("LEASE_FI_CRASH", "record-written")
+        .args(["retire", &id])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), None, "killed: {}", stderr(&o));
+    assert_eq!(env.record_of(&id)["state"], "retiring");
+    assert!(audit_matches_record(&env, &id).is_err(), "the line is lost");
+    let (o, _) = reap(&env, &["--apply"]);
+    assert_code(&o, 0);
+    assert_eq!(
+        states(&assert_transitions(&env, &id)),
+        [
+            "planned", "active", "terminal", "retained", "terminal", "retiring", "terminal",
+            "retiring", "removed"
+        ]
+    );
+    audit_matches_record(&env, &id).unwrap();
+    assert_finished(&env, &repo, &id);
+}
+
+#[test]
+fn a_retire_that_finishes_while_reap_looks_at_it_is_not_an_error() {
+    // Found by scripts/soak: reap read a `retiring` record, a running retire
+    // then removed the worktree and recorded `removed`, and reap's own
+    // `retiring -> removed` failed ("not allowed to go from removed to
+    // removed", exit 3). Now reap re-reads the state under the record lock.
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let (o, id) = lease_new(&env, &repo, &[], &["exec", "--keep", "--", "true"]);
+    assert_code(&o, 0);
+    assert_code(&env.lease().args(["release", &id]).output().unwrap(), 0);
+    let pause = env.root.join("pause");
+    fs::create_dir(&pause).unwrap();
+    let dir = pause.to_str().unwrap();
+    let retire = spawn_with(
+        &env,
+        &[
+            ("LEASE_FI_PAUSE", "retire-before-remove"),
+            ("LEASE_FI_DIR", dir),
+        ],
+        &["retire", &id],
+    );
+    wait_until("the retire to pause before removal", || {
+        pause.join("paused-retire-before-remove").exists()
+    });
+    assert_eq!(env.record_of(&id)["state"], "retiring");
+    let reaper = env
+        .lease()
+        .env("LEASE_FI_PAUSE", "reap-retiring")
+        .env("LEASE_FI_DIR", dir)
+        .args(["reap", "--apply", "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_until("reap to pause at the retiring record", || {
+        pause.join("paused-reap-retiring").exists()
+    });
+    fs::write(pause.join("resume-retire-before-remove"), "").unwrap();
+    assert_code(&retire.wait(), 0);
+    assert_eq!(env.record_of(&id)["state"], "removed");
+    let before = manifest(&env.state);
+    fs::write(pause.join("resume-reap-retiring"), "").unwrap();
+    let o = reaper.wait_with_output().unwrap();
+    assert_code(&o, 1);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(v["errors"].as_array().unwrap().is_empty(), "{v:#}");
+    assert_eq!(codes(item(&v, &id)), ["retire-in-progress"], "{v:#}");
+    assert_eq!(manifest(&env.state), before, "reap changed nothing");
+    audit_matches_record(&env, &id).unwrap();
+    assert_finished(&env, &repo, &id);
+}

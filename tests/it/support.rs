@@ -387,6 +387,18 @@ impl Snapshot {
             "attempt lacks {reason}: {last}"
         );
         before["attempts"] = serde_json::json!(before["attempts"].as_array().unwrap());
+        // The hold's one audit event, numbered and kept with the record.
+        let seq = before["audit_seq"].as_u64().unwrap() + 1;
+        assert_eq!(now["audit_seq"], seq, "one audit event per hold");
+        let held = now["unaudited"].as_array().unwrap();
+        assert!(
+            held.len() == 1 && held[0]["event"] == "held" && held[0]["seq"] == seq,
+            "the hold's event: {held:?}"
+        );
+        for key in ["audit_seq", "unaudited"] {
+            before.as_object_mut().unwrap().remove(key);
+            now.as_object_mut().unwrap().remove(key);
+        }
         assert_eq!(before, now, "the record changed beyond one attempt");
         assert_eq!(
             after.audit_lines,
@@ -449,4 +461,48 @@ pub(crate) fn daemon_script(ready: &Path) -> String {
         "setsid sh -c 'echo $$ > {}; exec sleep 600' </dev/null >/dev/null 2>&1 &",
         ready.display()
     )
+}
+
+/// Checks that the audit log has exactly one line per event of record `id`:
+/// a `create` line first, `transition` lines that chain from state to state
+/// and end in the record's state, one `held` line per attempt, and `seq`
+/// numbers 1, 2, 3, ... with none missing or repeated. Returns what is wrong.
+pub(crate) fn audit_matches_record(env: &TestEnv, id: &str) -> Result<(), String> {
+    if !audit_chain_ok(env) {
+        return Err("the hash chain is broken".into());
+    }
+    let rec = env.record_of(id);
+    let lines: Vec<serde_json::Value> = env.audit().into_iter().filter(|l| l["id"] == id).collect();
+    let Some(first) = lines.first().filter(|l| l["event"] == "create") else {
+        return Err(format!("no create line first: {lines:#?}"));
+    };
+    let mut state = first["to"].clone();
+    let mut held = 0;
+    for (n, l) in lines.iter().enumerate() {
+        if l["seq"] != n + 1 {
+            return Err(format!("line {n} has seq {}: {lines:#?}", l["seq"]));
+        }
+        match l["event"].as_str() {
+            Some("transition") if l["from"] != state => {
+                return Err(format!(
+                    "{} -> {} from {state}: {lines:#?}",
+                    l["from"], l["to"]
+                ));
+            }
+            Some("transition") => state = l["to"].clone(),
+            Some("held") => held += 1,
+            _ => {}
+        }
+    }
+    if state != rec["state"] {
+        return Err(format!(
+            "the log ends in {state}, the record is {}",
+            rec["state"]
+        ));
+    }
+    let attempts = rec["attempts"].as_array().map_or(0, Vec::len);
+    if held != attempts {
+        return Err(format!("{held} held lines for {attempts} attempts"));
+    }
+    Ok(())
 }
