@@ -970,9 +970,20 @@ mod props {
             vec(hex(40), 0..3),
             text(),
             vec(json(), 0..2),
+            of((text(), text(), btree_map(text(), hex(40), 0..3), text())),
         )
             .prop_map(
-                |(location, sha256, tip, commits, refs, prerequisites, verified_at, receipts)| {
+                |(
+                    location,
+                    sha256,
+                    tip,
+                    commits,
+                    refs,
+                    prerequisites,
+                    verified_at,
+                    receipts,
+                    remote,
+                )| {
                     Archive {
                         kind: "bundle".into(),
                         location,
@@ -983,6 +994,12 @@ mod props {
                         prerequisites,
                         verified_at,
                         receipts,
+                        remote: remote.map(|(remote, url, refs, read_back_at)| RemoteRefs {
+                            remote,
+                            url,
+                            refs,
+                            read_back_at,
+                        }),
                     }
                 },
             )
@@ -997,9 +1014,19 @@ mod props {
             any::<u64>(),
             any::<u64>(),
             json(),
+            of((text(), of(hex(40)), any::<bool>(), text())),
         )
             .prop_map(
-                |(path, id, removed_at, bytes_reclaimed, free_before, free_after, evidence)| {
+                |(
+                    path,
+                    id,
+                    removed_at,
+                    bytes_reclaimed,
+                    free_before,
+                    free_after,
+                    evidence,
+                    branch,
+                )| {
                     Tombstone {
                         path,
                         id,
@@ -1008,6 +1035,13 @@ mod props {
                         free_before,
                         free_after,
                         evidence,
+                        branch: branch.map(|(name, old_tip, deleted, detail)| BranchCleanup {
+                            name,
+                            old_tip,
+                            reason: (!deleted).then_some(HoldReason::BranchUnproven),
+                            deleted,
+                            detail,
+                        }),
                     }
                 },
             )
