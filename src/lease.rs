@@ -141,7 +141,13 @@ mod tests {
             "a shared holder blocks the retirer"
         );
         drop(f);
-        assert_eq!(try_exclusive(&g), LockOutcome::Acquired);
+        // Another test's child, forked but not yet exec'd, may still hold a
+        // copy of `f` for a moment (close-on-exec closes it at exec): wait.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while try_exclusive(&g) != LockOutcome::Acquired {
+            assert!(std::time::Instant::now() < deadline, "never acquired");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
     }
 
     #[test]
