@@ -900,6 +900,15 @@ mod tests {
             gate_processes(&strict).unwrap_err().reason,
             HoldReason::Unprovable
         );
+        let all_audited = ProcEvidence {
+            unaudited: 0,
+            ..strict.clone()
+        };
+        assert_eq!(
+            gate_processes(&all_audited),
+            Ok(()),
+            "strict, and every process was audited"
+        );
         let private = ProcEvidence {
             traversable: false,
             ..strict
