@@ -151,6 +151,32 @@ mod tests {
     }
 
     #[test]
+    fn shared_holds_off_the_retirer_and_exclusive_holds_off_consumers() {
+        let t = tempfile::tempdir().unwrap();
+        let p = t.path().join("x.lease");
+        let (f, id) = create(&p).unwrap();
+        let uid = crate::sys::euid();
+        shared(&f).unwrap();
+        assert_eq!(
+            try_exclusive_checked(&id, uid).unwrap_err().reason,
+            HoldReason::ConsumerAlive
+        );
+        drop(f);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let x = loop {
+            // A forked, not yet exec'd child of another test may hold a copy.
+            match try_exclusive_checked(&id, uid) {
+                Ok(x) => break x,
+                Err(_) => assert!(std::time::Instant::now() < deadline, "never free"),
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        };
+        let c = open_checked(&id, uid).unwrap();
+        assert!(!try_shared(&c).unwrap(), "the retirer holds it exclusively");
+        drop(x);
+    }
+
+    #[test]
     fn open_checked_refuses_a_recreated_file() {
         let t = tempfile::tempdir().unwrap();
         let p = t.path().join("x.lease");
