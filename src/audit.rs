@@ -173,6 +173,19 @@ mod tests {
     }
 
     #[test]
+    fn a_last_line_longer_than_the_read_window_chains() {
+        let t = tempfile::tempdir().unwrap();
+        let a = Audit {
+            path: t.path().join("audit.jsonl"),
+        };
+        let mut long = event("r0");
+        long.detail = vec!["x".repeat(20_000)];
+        a.append(&long).unwrap();
+        a.append(&event("r1")).unwrap();
+        assert_eq!(verify(&a.path).unwrap(), None);
+    }
+
+    #[test]
     fn verify_names_a_torn_tail_and_an_empty_first_line() {
         let t = tempfile::tempdir().unwrap();
         let a = Audit {
