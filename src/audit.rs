@@ -243,4 +243,37 @@ mod tests {
             "the line after the edit breaks"
         );
     }
+
+    #[test]
+    fn a_last_line_longer_than_the_read_window_chains() {
+        let t = tempfile::tempdir().unwrap();
+        let a = Audit {
+            path: t.path().join("audit.jsonl"),
+        };
+        let mut long = event("r0");
+        long.detail = vec!["x".repeat(20_000)];
+        a.append(&long).unwrap();
+        a.append(&event("r1")).unwrap();
+        assert_eq!(verify(&a.path).unwrap(), None);
+    }
+
+    #[test]
+    fn verify_names_a_torn_tail_and_an_empty_first_line() {
+        let t = tempfile::tempdir().unwrap();
+        let a = Audit {
+            path: t.path().join("audit.jsonl"),
+        };
+        for i in 0..3 {
+            a.append(&event(&format!("r{i}"))).unwrap();
+        }
+        let good = fs::read(&a.path).unwrap();
+        let mut torn = good.clone();
+        torn.extend_from_slice(b"{\"event\":\"tor");
+        fs::write(&a.path, &torn).unwrap();
+        assert_eq!(verify(&a.path).unwrap(), Some(4), "the torn fourth line");
+        let mut blank = b"\n".to_vec();
+        blank.extend_from_slice(&good);
+        fs::write(&a.path, &blank).unwrap();
+        assert_eq!(verify(&a.path).unwrap(), Some(1), "an empty first line");
+    }
 }

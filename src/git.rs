@@ -716,6 +716,34 @@ pub fn parse_ls_remote(out: &[u8]) -> Vec<(String, String)> {
 mod tests {
     use super::*;
 
+    /// A probe that warns proves nothing (reason `git-failed`, knock-out
+    /// K21): a `.gitignore` symlink makes `git status` warn on stderr, skip
+    /// the rules and still exit 0.
+    #[test]
+    fn probe_fails_on_a_warning_even_when_git_exits_zero() {
+        let git = Git::resolve().unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let d = tmp.path();
+        git.plain(d).args(["init", "-q"]).run().unwrap();
+        std::os::unix::fs::symlink("/nonexistent/rules", d.join(".gitignore")).unwrap();
+        std::fs::create_dir(d.join("sub")).unwrap();
+        std::fs::write(d.join("sub/f"), "x").unwrap();
+        let status = [
+            "status",
+            "--porcelain=v1",
+            "-z",
+            "--untracked-files=all",
+            "--ignored=matching",
+        ];
+        let out = git.plain(d).args(status).output().unwrap();
+        assert!(
+            out.ok && !out.stderr.is_empty(),
+            "git warns, exit 0: {out:?}"
+        );
+        assert!(git.plain(d).args(status).run().is_ok());
+        assert!(git.plain(d).args(status).probe().is_err());
+    }
+
     #[test]
     fn version() {
         assert_eq!(parse_version("git version 2.47.3"), Some((2, 47)));

@@ -141,7 +141,39 @@ mod tests {
             "a shared holder blocks the retirer"
         );
         drop(f);
-        assert_eq!(try_exclusive(&g), LockOutcome::Acquired);
+        // Another test's child, forked but not yet exec'd, may still hold a
+        // copy of `f` for a moment (close-on-exec closes it at exec): wait.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while try_exclusive(&g) != LockOutcome::Acquired {
+            assert!(std::time::Instant::now() < deadline, "never acquired");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    }
+
+    #[test]
+    fn shared_holds_off_the_retirer_and_exclusive_holds_off_consumers() {
+        let t = tempfile::tempdir().unwrap();
+        let p = t.path().join("x.lease");
+        let (f, id) = create(&p).unwrap();
+        let uid = crate::sys::euid();
+        shared(&f).unwrap();
+        assert_eq!(
+            try_exclusive_checked(&id, uid).unwrap_err().reason,
+            HoldReason::ConsumerAlive
+        );
+        drop(f);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let x = loop {
+            // A forked, not yet exec'd child of another test may hold a copy.
+            match try_exclusive_checked(&id, uid) {
+                Ok(x) => break x,
+                Err(_) => assert!(std::time::Instant::now() < deadline, "never free"),
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        };
+        let c = open_checked(&id, uid).unwrap();
+        assert!(!try_shared(&c).unwrap(), "the retirer holds it exclusively");
+        drop(x);
     }
 
     #[test]

@@ -731,6 +731,24 @@ mod tests {
     }
 
     #[test]
+    fn retention_gate_holds_a_running_or_crashed_record_only() {
+        let r = Retention {
+            owner: crate::registry::Owner::parse("agent:x").unwrap(),
+            reason: "inspect".into(),
+            until: None,
+        };
+        for s in [State::Active, State::Interrupted] {
+            let h = gate_retention(s, Some(&r)).unwrap_err();
+            assert_eq!(h.reason, HoldReason::Retained, "{s:?}");
+            assert_eq!(gate_retention(s, None), Ok(()), "{s:?} without one");
+        }
+        // Terminal and retained records are gate 1's to decide.
+        for s in [State::Terminal, State::Retained, State::Retiring] {
+            assert_eq!(gate_retention(s, Some(&r)), Ok(()), "{s:?}");
+        }
+    }
+
+    #[test]
     fn codes_are_kebab_case() {
         assert_eq!(HoldReason::ConsumerAlive.code(), "consumer-alive");
         assert_eq!(
@@ -971,6 +989,15 @@ mod tests {
         assert_eq!(
             gate_processes(&strict).unwrap_err().reason,
             HoldReason::Unprovable
+        );
+        let all_audited = ProcEvidence {
+            unaudited: 0,
+            ..strict.clone()
+        };
+        assert_eq!(
+            gate_processes(&all_audited),
+            Ok(()),
+            "strict, and every process was audited"
         );
         let private = ProcEvidence {
             traversable: false,

@@ -842,6 +842,84 @@ mod tests {
         assert!(Retiring.can_become(Terminal));
     }
 
+    fn record() -> Record {
+        let root = FileId {
+            path: "/r".into(),
+            dev: 1,
+            ino: 2,
+            btime: None,
+        };
+        Record::planned(
+            new_id().unwrap(),
+            "/r/.git".into(),
+            root,
+            Origin::Created,
+            None,
+            String::new(),
+            Owner::parse("agent:x").unwrap(),
+        )
+    }
+
+    #[test]
+    fn set_state_moves_only_along_the_table_and_logs_each_move() {
+        let mut r = record();
+        assert_eq!(r.state, State::Planned);
+        r.set_state(State::Active).unwrap();
+        assert_eq!(r.state, State::Active);
+        assert_eq!(r.pending, [(State::Planned, State::Active)]);
+        // Refused: nothing changes, nothing is logged.
+        assert!(r.set_state(State::Retiring).is_err());
+        assert!(r.set_state(State::Removed).is_err());
+        assert_eq!(r.state, State::Active);
+        assert_eq!(r.pending.len(), 1);
+        r.set_state(State::Interrupted).unwrap();
+        r.set_state(State::Retiring).unwrap();
+        assert_eq!(r.state, State::Retiring);
+        assert_eq!(r.pending.len(), 3);
+    }
+
+    #[test]
+    fn a_launcher_is_alive_only_as_its_own_unended_process() {
+        let me = std::process::id();
+        let start = crate::sys::start_time(me).unwrap();
+        let s = Session {
+            pid: me,
+            start_time: start,
+            started_at: now(),
+            ended_at: None,
+            outcome: None,
+        };
+        assert!(s.launcher_alive());
+        let ended = Session {
+            ended_at: Some(now()),
+            ..s.clone()
+        };
+        assert!(!ended.launcher_alive(), "it recorded its end");
+        let reused = Session {
+            start_time: start + 1,
+            ..s.clone()
+        };
+        assert!(!reused.launcher_alive(), "same pid, another process");
+        let mut r = record();
+        assert!(!r.any_launcher_alive());
+        r.push_session(ended);
+        assert!(!r.any_launcher_alive());
+        r.push_session(s);
+        assert!(r.any_launcher_alive());
+    }
+
+    #[test]
+    fn kept_at_exit_is_only_exec_keep() {
+        let mut r = Retention {
+            owner: Owner::parse("agent:x").unwrap(),
+            reason: KEPT_AT_EXIT.into(),
+            until: None,
+        };
+        assert!(r.is_kept_at_exit());
+        r.reason = "inspect".into();
+        assert!(!r.is_kept_at_exit());
+    }
+
     #[test]
     fn ids_are_128_bit_hex() {
         let a = new_id().unwrap();

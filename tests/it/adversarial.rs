@@ -17,16 +17,16 @@ use std::process::Output;
 use crate::support::*;
 
 /// A repository with hostile config, a bare remote, and a canary tree.
-struct Fx {
-    env: TestEnv,
-    repo: PathBuf,
-    canary: PathBuf,
+pub(crate) struct Fx {
+    pub(crate) env: TestEnv,
+    pub(crate) repo: PathBuf,
+    pub(crate) canary: PathBuf,
     canary_before: Manifest,
-    log: PathBuf,
+    pub(crate) log: PathBuf,
 }
 
 impl Fx {
-    fn new() -> Fx {
+    pub(crate) fn new() -> Fx {
         let env = TestEnv::new();
         let repo = env.repo();
         let root = env.root.clone();
@@ -110,7 +110,7 @@ impl Fx {
     /// Makes a leased worktree, runs `script` in it, and leaves the record
     /// `terminal` (kept, then one empty adopted session), with the sentinel
     /// log cleared: `git worktree add` runs the user's hooks by design.
-    fn worktree(&self, script: &str) -> (String, PathBuf) {
+    pub(crate) fn worktree(&self, script: &str) -> (String, PathBuf) {
         let o = self
             .env
             .lease()
@@ -139,7 +139,7 @@ impl Fx {
         (id, wt)
     }
 
-    fn retire(&self, id: &str) -> Output {
+    pub(crate) fn retire(&self, id: &str) -> Output {
         self.env
             .lease()
             .args(["retire", "--json", id])
@@ -164,7 +164,7 @@ impl Fx {
 
     /// Asserts that retiring `id` removes it.
     #[track_caller]
-    fn remove(&self, id: &str) -> serde_json::Value {
+    pub(crate) fn remove(&self, id: &str) -> serde_json::Value {
         let o = self.retire(id);
         assert_code(&o, 0);
         let rec = self.env.record_of(id);
@@ -176,7 +176,7 @@ impl Fx {
 
     /// The universal oracles: canary intact, no sentinel ran.
     #[track_caller]
-    fn assert_clean(&self) {
+    pub(crate) fn assert_clean(&self) {
         assert_eq!(
             manifest(&self.canary),
             self.canary_before,
@@ -393,6 +393,39 @@ fn a5_lease_file_replaced_renamed_or_hardlinked() {
         "the command never ran"
     );
     fs::remove_file(&old).unwrap();
+    fx.remove(&id);
+}
+
+/// A5 inside the lock window (knock-out K4): the lease file is swapped or
+/// hardlinked after retire's identity check by name but while it takes
+/// `LOCK_EX`; the re-check through the locked descriptor and by name holds.
+#[test]
+fn a5_lease_file_swapped_while_the_lock_is_taken() {
+    let fx = Fx::new();
+    let (id, _) = fx.worktree("true");
+    let lease = lease_path(&fx, &id);
+    let old = fx.env.state.join("leases/old");
+    // (i) renamed away and recreated: the name is a new inode.
+    let snap = Snapshot::take(&fx.env, &fx.repo, &id);
+    let o = paused_retire(&fx, &id, "retire-locked", || {
+        fs::rename(&lease, &old).unwrap();
+        fs::write(&lease, "").unwrap();
+        fs::set_permissions(&lease, fs::Permissions::from_mode(0o600)).unwrap();
+    });
+    assert_code(&o, 1);
+    assert_eq!(reasons(&o), ["lease-identity"]);
+    snap.assert_held_unchanged(&fx.env, &fx.repo, "lease-identity");
+    fs::rename(&old, &lease).unwrap();
+    // (ii) hardlinked: the locked descriptor sees two links.
+    let snap = Snapshot::take(&fx.env, &fx.repo, &id);
+    let o = paused_retire(&fx, &id, "retire-locked", || {
+        fs::hard_link(&lease, &old).unwrap();
+    });
+    assert_code(&o, 1);
+    assert_eq!(reasons(&o), ["lease-identity"]);
+    snap.assert_held_unchanged(&fx.env, &fx.repo, "lease-identity");
+    fs::remove_file(&old).unwrap();
+    fx.assert_clean();
     fx.remove(&id);
 }
 
@@ -1371,6 +1404,44 @@ fn d3_adopt_during_retire_never_runs_in_a_retiring_tree() {
     assert!(!wt.exists());
 }
 
+/// D3 (iv) (knock-out K16): retire died after recording `retiring`, so the
+/// lease is free again. An adopt takes `LOCK_SH` at once, then re-checks the
+/// record's state under its lock and refuses: the command never runs in a
+/// tree that is being retired.
+#[test]
+fn d3_adopt_of_a_retiring_record_whose_retirer_crashed_is_refused() {
+    let fx = Fx::new();
+    let (id, wt) = fx.worktree("true");
+    let o = fx
+        .env
+        .lease()
+        .env("LEASE_FI_CRASH", "retire-before-remove")
+        .args(["retire", &id])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), None, "killed: {}", stderr(&o));
+    assert_eq!(fx.env.record_of(&id)["state"], "retiring");
+    let before = fx.env.record_of(&id);
+    let a = fx
+        .env
+        .lease()
+        .args([
+            "exec",
+            "--adopt",
+            wt.to_str().unwrap(),
+            "--",
+            "touch",
+            "sentinel",
+        ])
+        .output()
+        .unwrap();
+    assert_code(&a, 125);
+    assert!(stderr(&a).contains("retire-in-progress"), "{}", stderr(&a));
+    assert!(!wt.join("sentinel").exists(), "the command never ran");
+    assert_eq!(fx.env.record_of(&id), before, "the record is unchanged");
+    fx.assert_clean();
+}
+
 #[test]
 fn d4_truncated_records_are_reported_never_changed() {
     let fx = Fx::new();
@@ -1433,6 +1504,59 @@ fn d6_durability_order_of_a_retire() {
     assert!(
         bundle_rename < retiring_write && retiring_write < lease_unlink,
         "bundle, then retiring, then the lease:\n{t}"
+    );
+}
+
+/// D6, directory durability (knock-out K12): every rename of a record into
+/// place is followed, in the same process and before its next rename, by an
+/// fsync of the records directory; otherwise a crash can lose the rename.
+#[test]
+fn d6_every_record_rename_is_followed_by_a_directory_fsync() {
+    if fx_strace_missing() {
+        return;
+    }
+    let fx = Fx::new();
+    let (id, _) = fx.worktree("true");
+    let trace = fx.env.file("trace");
+    let o = fx
+        .env
+        .cmd("strace")
+        .args([
+            "-f",
+            "-qq",
+            "-y",
+            "-e",
+            "trace=fsync,rename,renameat,renameat2",
+            "-o",
+            trace.to_str().unwrap(),
+        ])
+        .arg(env!("CARGO_BIN_EXE_lease"))
+        .args(["retire", &id])
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+    let t = fs::read_to_string(&trace).unwrap();
+    let records = fx.env.state.join("records");
+    let dir_fsync = format!("<{}>", records.display());
+    let target = format!("{}\"", records.join(format!("{id}.json")).display());
+    let lines: Vec<&str> = t.lines().collect();
+    let mut renames = 0;
+    for (i, line) in lines.iter().enumerate() {
+        if !(line.contains("rename") && line.contains(&target)) {
+            continue;
+        }
+        renames += 1;
+        let pid = line.split_whitespace().next().unwrap();
+        let synced = lines[i + 1..]
+            .iter()
+            .filter(|l| l.split_whitespace().next() == Some(pid))
+            .take_while(|l| !l.contains("rename"))
+            .any(|l| l.contains("fsync(") && l.contains(&dir_fsync));
+        assert!(synced, "no directory fsync after `{line}`:\n{t}");
+    }
+    assert!(
+        renames >= 2,
+        "a retire writes its record at least twice:\n{t}"
     );
 }
 
@@ -2026,6 +2150,7 @@ fn d5_enospc_at_the_nth_write_never_costs_an_invariant() {
     // The SQLite loop: fail the n-th durable write of a retire, for n = 1, 2,
     // ... until a run completes without reaching the fault.
     let mut reached_ok = false;
+    let mut refused = 0;
     for n in 1..=16 {
         let fx = Fx::new();
         let (id, wt) =
@@ -2057,6 +2182,9 @@ fn d5_enospc_at_the_nth_write_never_costs_an_invariant() {
             crate::support::audit_chain_ok(&fx.env),
             "n={n}: audit chain"
         );
+        if matches!(o.status.code(), Some(1 | 3)) {
+            refused += 1;
+        }
         match o.status.code() {
             Some(0) => {
                 assert_eq!(state, "removed", "n={n}");
@@ -2095,6 +2223,9 @@ fn d5_enospc_at_the_nth_write_never_costs_an_invariant() {
         }
     }
     assert!(reached_ok, "some n past the last write must succeed");
+    // A fault that never bites proves nothing (knock-out K13): the first
+    // durable writes of a retire must fail it.
+    assert!(refused > 0, "no injected write failure was ever reported");
 }
 
 #[test]

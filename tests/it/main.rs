@@ -18,6 +18,7 @@ mod exec;
 mod list;
 mod logs;
 mod metrics;
+mod oracles;
 mod progress;
 mod reap;
 mod restore;

@@ -1292,3 +1292,61 @@ fn a_retire_that_finishes_while_reap_looks_at_it_is_not_an_error() {
     audit_matches_record(&env, &id).unwrap();
     assert_finished(&env, &repo, &id);
 }
+
+/// D7 for the reaper (knock-out K14): an adopted worktree whose launcher died
+/// of SIGKILL while its command still runs. A dead launcher pid proves
+/// nothing: reap reports the live consumer and leaves the record `active`;
+/// once the command exits, the lease is free and reap records `interrupted`.
+#[test]
+fn dead_launcher_with_a_live_command_is_never_recorded_interrupted() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let wt = env.root.join("adopted");
+    env.git(
+        &repo,
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "-b",
+            "adopted",
+            wt.to_str().unwrap(),
+        ],
+    );
+    let ready = env.file("ready");
+    let script = holder_script(&ready);
+    let bg = env.spawn_lease(&[
+        "exec",
+        "--adopt",
+        wt.to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]);
+    let child = read_pid(&ready);
+    let guard = KillOnDrop(child);
+    let id = env.record()["id"].as_str().unwrap().to_string();
+    signal(bg.pid(), "KILL");
+    wait_until("the launcher to die", || !alive(bg.pid()));
+    let tree = manifest(&wt);
+    for _ in 0..2 {
+        let (o, v) = reap(&env, &["--apply"]);
+        assert_code(&o, 1);
+        assert_eq!(item(&v, &id)["disposition"], "held");
+        assert_eq!(
+            codes(item(&v, &id)),
+            ["consumer-alive"],
+            "{}",
+            item(&v, &id)
+        );
+        assert_eq!(env.record_of(&id)["state"], "active");
+        assert_eq!(manifest(&wt), tree);
+    }
+    drop(guard);
+    wait_until("the command to exit", || !alive(child));
+    let (o, _) = reap(&env, &["--apply"]);
+    assert_code(&o, 0);
+    assert_eq!(env.record_of(&id)["state"], "interrupted");
+    assert_eq!(manifest(&wt), tree, "an adopted worktree is never taken");
+}

@@ -428,6 +428,33 @@ fn retiring_one_worktree_never_unregisters_another_whose_directory_is_missing() 
     assert!(list.contains(other.to_str().unwrap()), "{list}");
 }
 
+/// E1 (knock-out K19): another worktree of the same repository has the same
+/// directory name. Retire names its worktree to git by absolute path, so
+/// exactly the recorded one goes and the twin stays registered and intact.
+#[test]
+fn a_twin_with_the_same_directory_name_is_never_confused() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let twins = env.root.join("twins");
+    fs::create_dir(&twins).unwrap();
+    let id = exec_script(
+        &env,
+        &repo,
+        &format!(
+            "git worktree add -q -b twin \"{}/$(basename \"$PWD\")\"",
+            twins.display()
+        ),
+    );
+    let wt = worktree_of(&env, &id);
+    assert_eq!(env.record_of(&id)["state"], "removed");
+    assert!(!wt.exists());
+    let twin = twins.join(wt.file_name().unwrap());
+    assert!(twin.join(".git").is_file(), "the twin is intact");
+    let list = env.git(&repo, &["worktree", "list", "--porcelain"]);
+    assert!(list.contains(twin.to_str().unwrap()), "{list}");
+    assert!(!list.contains(&format!("{}\n", wt.display())), "{list}");
+}
+
 #[test]
 fn locked_worktree_holds() {
     let env = TestEnv::new();

@@ -506,3 +506,64 @@ pub(crate) fn audit_matches_record(env: &TestEnv, id: &str) -> Result<(), String
     }
     Ok(())
 }
+
+/// O3's "before": every commit reachable in `repo` from any ref, any
+/// worktree's HEAD, or any reflog (the stash included).
+pub(crate) fn reachable_commits(env: &TestEnv, repo: &Path) -> std::collections::BTreeSet<String> {
+    env.git(repo, &["rev-list", "--all", "--reflog"])
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// O3, reachability: the commits of `before` that are now neither reachable
+/// in `repo` nor inside a bundle under the state root's `archives/` (each
+/// bundle is fetched with fsck into a fresh repository that borrows `repo`'s
+/// objects for the bundle's prerequisites).
+pub(crate) fn lost_commits(
+    env: &TestEnv,
+    repo: &Path,
+    before: &std::collections::BTreeSet<String>,
+) -> Vec<String> {
+    let mut kept = reachable_commits(env, repo);
+    let mut stack = vec![env.state.join("archives")];
+    let mut n = 0;
+    while let Some(d) = stack.pop() {
+        for e in fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "bundle") {
+                n += 1;
+                let scratch = env.root.join(format!("o3-scratch-{n}"));
+                let _ = fs::remove_dir_all(&scratch);
+                env.git(
+                    &env.root,
+                    &["init", "-q", "--bare", scratch.to_str().unwrap()],
+                );
+                // A bundle's prerequisites are the repository's durable
+                // commits: borrow its objects, the bundle brings the rest.
+                let common = repo.join(env.git(repo, &["rev-parse", "--git-common-dir"]));
+                fs::write(
+                    scratch.join("objects/info/alternates"),
+                    format!("{}\n", common.join("objects").display()),
+                )
+                .unwrap();
+                env.git(
+                    &scratch,
+                    &[
+                        "-c",
+                        "transfer.fsckObjects=true",
+                        "fetch",
+                        "-q",
+                        p.to_str().unwrap(),
+                        "refs/*:refs/*",
+                    ],
+                );
+                kept.extend(reachable_commits(env, &scratch));
+                fs::remove_dir_all(&scratch).unwrap();
+            }
+        }
+    }
+    before.difference(&kept).cloned().collect()
+}
