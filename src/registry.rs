@@ -866,7 +866,8 @@ mod tests {
         assert_eq!(r.state, State::Planned);
         r.set_state(State::Active).unwrap();
         assert_eq!(r.state, State::Active);
-        assert_eq!(r.pending, [(State::Planned, State::Active)]);
+        let moves: Vec<_> = r.pending.iter().map(|e| (e.from, e.to)).collect();
+        assert_eq!(moves, [(Some(State::Planned), Some(State::Active))]);
         // Refused: nothing changes, nothing is logged.
         assert!(r.set_state(State::Retiring).is_err());
         assert!(r.set_state(State::Removed).is_err());
