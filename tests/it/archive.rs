@@ -109,7 +109,24 @@ fn archive_drop_holds_until_the_commit_is_on_the_remote() {
     assert_code(&o, 1);
     assert!(stderr(&o).contains("archive-unreachable"), "{}", stderr(&o));
     assert_eq!(fs::read(&bundle).unwrap(), bytes, "the bundle is unchanged");
-    assert_eq!(env.record_of(&id), rec, "the record is unchanged");
+    // The record changes only by its audit bookkeeping: one held line.
+    let bookkeeping = |mut r: serde_json::Value| {
+        let o = r.as_object_mut().unwrap();
+        o.remove("audit_seq");
+        o.remove("unaudited");
+        r
+    };
+    assert_eq!(
+        bookkeeping(env.record_of(&id)),
+        bookkeeping(rec),
+        "the record is unchanged"
+    );
+    let held: Vec<_> = env
+        .audit()
+        .into_iter()
+        .filter(|l| l["id"] == id.as_str() && l["event"] == "archive-drop-held")
+        .collect();
+    assert_eq!(held.len(), 1, "one audit line for the held drop");
 
     // Pushed to the remote's main (not via the tracking ref: ls-remote decides).
     env.git(
