@@ -40,6 +40,7 @@ pub mod metrics;
 pub mod paths;
 pub mod plan;
 pub mod procs;
+pub mod reader;
 pub mod reap;
 pub mod registry;
 pub mod repair;

@@ -190,7 +190,7 @@ impl Engine {
         }
 
         // Gate 6: reachability.
-        let reach = self.probe_reachability(&held.rg, &held.wt, &held.rec)?;
+        let reach = self.probe_reachability(&held)?;
         tracing::debug!(id = %held.rec.id, unique_commits = reach.unique.len(), "gates 4-6 passed: processes, tree, reachability");
         report.unique_commits = reach.unique.len() as u64;
         if self.dry_run {
@@ -448,7 +448,8 @@ impl Engine {
         if let Err(holds) = plan::gate_inventory(&held.inventory, &git::parse_gitlinks(&listed)) {
             return Ok(Err(holds));
         }
-        let content = self.probe_content(&held.rg, &held.wt, &held.admin)?;
+        // One index listing serves the walk's gitlinks and the hidden entries.
+        let content = self.probe_content(&held.rg, &held.wt, &held.admin, Some(listed))?;
         held.rebuildable = content.rebuildable_ignored();
         Ok(plan::gate_content(&content))
     }
@@ -461,8 +462,7 @@ impl Engine {
         repo: &Path,
         wt: &Path,
     ) -> Result<(plan::PathEvidence, Option<PathBuf>)> {
-        let list = rg.worktree_list(repo)?;
-        let entries = git::parse_worktrees(&list);
+        let entries = rg.worktrees(repo)?;
         let bytes = wt.as_os_str().as_bytes();
         let mine = entries.iter().skip(1).find(|e| e.path == bytes);
         let admin = linked_admin(repo, wt);
@@ -487,6 +487,7 @@ impl Engine {
         rg: &RepoGit,
         wt: &Path,
         admin: &Path,
+        listed: Option<Vec<u8>>,
     ) -> Result<plan::ContentEvidence> {
         let status = rg
             .cmd(wt)
@@ -499,7 +500,10 @@ impl Engine {
                 "--ignore-submodules=none",
             ])
             .probe()?;
-        let listed = rg.cmd(wt).args(["ls-files", "-v", "-s", "-z"]).probe()?;
+        let listed = match listed {
+            Some(l) => l,
+            None => rg.cmd(wt).args(["ls-files", "-v", "-s", "-z"]).probe()?,
+        };
         let mut hidden = Vec::new();
         for e in git::parse_hidden(&listed) {
             if !self.hidden_entry_matches(rg, wt, &e)? {
@@ -559,13 +563,9 @@ impl Engine {
 
     /// Gate 6's evidence: the durable ref, HEAD and the private tips, and the
     /// commits reachable from the tips but not from the durable ref.
-    fn probe_reachability(&self, rg: &RepoGit, wt: &Path, rec: &Record) -> Result<Reach> {
-        let head = git::first_line(
-            &rg.cmd(wt)
-                .args(["rev-parse", "--verify", "-q", "HEAD^{commit}"])
-                .output()?
-                .stdout,
-        );
+    fn probe_reachability(&self, held: &Held) -> Result<Reach> {
+        let (rg, wt, rec) = (&held.rg, held.wt.as_path(), &held.rec);
+        let head = self.head(held)?;
         let durable = self.durable_ref(rg, rec)?;
         let mut tips: Vec<(String, String)> = Vec::new();
         if !head.is_empty() {
@@ -662,6 +662,25 @@ impl Engine {
         })
     }
 
+    /// The worktree's HEAD commit (`rev-parse --verify -q HEAD^{commit}`;
+    /// empty if unborn), read in process where [`crate::reader`] can.
+    fn head(&self, held: &Held) -> Result<String> {
+        let common = PathBuf::from(&held.rec.repo);
+        if let Some(h) =
+            crate::reader::Reader::open(&common).and_then(|r| r.head_commit(&held.admin))
+        {
+            return Ok(h.unwrap_or_default());
+        }
+        Ok(git::first_line(
+            &held
+                .rg
+                .cmd(&held.wt)
+                .args(["rev-parse", "--verify", "-q", "HEAD^{commit}"])
+                .output()?
+                .stdout,
+        ))
+    }
+
     /// The trusted remote's default-branch tracking ref and its commit
     /// (SPEC/Words "durable"): `origin` if it exists, else the branch's
     /// upstream remote; `refs/remotes/<r>/HEAD`, else `main`, else `master`.
@@ -717,23 +736,20 @@ impl Engine {
         head: &str,
         archive: Option<&Archive>,
     ) -> Result<Result<(), Vec<Hold>>> {
-        let now = git::first_line(
-            &held
-                .rg
-                .cmd(&held.wt)
-                .args(["rev-parse", "--verify", "-q", "HEAD^{commit}"])
-                .output()?
-                .stdout,
-        );
+        let now = self.head(held)?;
         if now != head {
             return Ok(Err(vec![Hold::new(
                 HoldReason::Unprovable,
                 format!("HEAD moved from {head} to {now} while archiving"),
             )]));
         }
-        let content = self.probe_content(&held.rg, &held.wt, &held.admin)?;
-        if let Err(holds) = plan::gate_content(&content) {
-            return Ok(Err(holds));
+        // Status again only if archiving ran: with nothing archived gate 5's
+        // probe ran moments ago, under the same exclusive lock.
+        if archive.is_some() {
+            let content = self.probe_content(&held.rg, &held.wt, &held.admin, None)?;
+            if let Err(holds) = plan::gate_content(&content) {
+                return Ok(Err(holds));
+            }
         }
         let walk = crate::safety::inventory(&held.top);
         if let Err(holds) = plan::gate_inventory(&walk, &[]) {
@@ -792,8 +808,9 @@ impl Engine {
             .output()?;
         let gone =
             fs::symlink_metadata(&held.wt).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound);
-        let list = held.rg.worktree_list(&repo)?;
-        let listed = git::parse_worktrees(&list)
+        let listed = held
+            .rg
+            .worktrees(&repo)?
             .iter()
             .any(|e| e.path == held.wt.as_os_str().as_bytes());
         if !out.ok || !gone || listed {
@@ -886,7 +903,7 @@ struct Reach {
 
 /// Returns the admin directory if `<wt>/.git` is a regular file naming
 /// `<repo>/worktrees/<name>` whose `gitdir` file names `<wt>/.git`.
-fn linked_admin(repo: &Path, wt: &Path) -> Option<PathBuf> {
+pub fn linked_admin(repo: &Path, wt: &Path) -> Option<PathBuf> {
     let dotgit = wt.join(".git");
     if !fs::symlink_metadata(&dotgit).ok()?.file_type().is_file() {
         return None;

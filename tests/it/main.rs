@@ -15,6 +15,7 @@ mod exec;
 mod list;
 mod logs;
 mod metrics;
+mod reader;
 mod reap;
 mod restore;
 mod retire;
