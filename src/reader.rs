@@ -283,6 +283,86 @@ impl Reader {
             Err(_) => Some(None),
         }
     }
+
+    /// Gate 6's durable ref, as `Engine::durable_ref` finds it with the CLI,
+    /// for a repository with an `origin` remote in its config:
+    /// `refs/remotes/origin/{HEAD,main,master}`, the first that resolves to
+    /// a commit (a symbolic one only if it stays under
+    /// `refs/remotes/origin/`). `None` when the CLI must answer (no origin
+    /// in the config, remotes in `remotes/` or `branches/` files, anything
+    /// libgit2 cannot read); `Some(None)` when there is no durable ref.
+    pub fn durable_origin(&self) -> Option<Option<(String, String)>> {
+        for legacy in ["remotes", "branches"] {
+            match fs::read_dir(self.common.join(legacy)) {
+                Ok(d) => {
+                    if d.count() > 0 {
+                        return None;
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(_) => return None,
+            }
+        }
+        let cfg = self.repo.config().ok()?;
+        let mut origin = cfg.entries(Some(r"^remote\.origin\.")).ok()?;
+        origin.next()?.ok()?;
+        for name in ["HEAD", "main", "master"] {
+            let r = format!("refs/remotes/origin/{name}");
+            let reference = match self.repo.find_reference(&r) {
+                Ok(x) => x,
+                Err(e) if e.code() == git2::ErrorCode::NotFound => continue,
+                Err(_) => return None,
+            };
+            if reference.kind() == Some(git2::ReferenceType::Symbolic)
+                && !reference
+                    .symbolic_target_bytes()?
+                    .starts_with(b"refs/remotes/origin/")
+            {
+                continue;
+            }
+            let resolved = match reference.resolve() {
+                Ok(x) => x,
+                Err(e) if e.code() == git2::ErrorCode::NotFound => continue,
+                Err(_) => return None,
+            };
+            match resolved.peel_to_commit() {
+                Ok(c) => return Some(Some((r, c.id().to_string()))),
+                Err(_) => continue,
+            }
+        }
+        Some(None)
+    }
+
+    /// `git rev-list <revs> --not <hide> [--branches --tags --remotes
+    /// --glob=refs/stash] --`: the commits reachable from `revs` and from
+    /// none of the hidden ones, by a libgit2 revwalk (replace refs ignored,
+    /// as with `--no-replace-objects`), in no particular order. `None` when
+    /// the CLI must answer.
+    pub fn not_reachable(
+        &self,
+        revs: &[String],
+        hide: &[String],
+        shared: bool,
+    ) -> Option<Vec<String>> {
+        let mut walk = self.repo.revwalk().ok()?;
+        let oid = |s: &String| git2::Oid::from_str(s).ok();
+        for r in revs {
+            walk.push(oid(r)?).ok()?;
+        }
+        for h in hide {
+            walk.hide(oid(h)?).ok()?;
+        }
+        if shared {
+            for g in ["refs/heads", "refs/tags", "refs/remotes", "refs/stash"] {
+                walk.hide_glob(g).ok()?;
+            }
+        }
+        let mut out = Vec::new();
+        for c in walk {
+            out.push(c.ok()?.to_string());
+        }
+        Some(out)
+    }
 }
 
 /// git's `isspace` (sane-ctype.h): no form feed or vertical tab.

@@ -565,8 +565,15 @@ impl Engine {
     /// commits reachable from the tips but not from the durable ref.
     fn probe_reachability(&self, held: &Held) -> Result<Reach> {
         let (rg, wt, rec) = (&held.rg, held.wt.as_path(), &held.rec);
+        let reader = crate::reader::Reader::open(Path::new(&rec.repo));
         let head = self.head(held)?;
-        let durable = self.durable_ref(rg, rec)?;
+        let durable = match reader
+            .as_ref()
+            .and_then(crate::reader::Reader::durable_origin)
+        {
+            Some(d) => d,
+            None => self.durable_ref(rg, rec)?,
+        };
         let mut tips: Vec<(String, String)> = Vec::new();
         if !head.is_empty() {
             tips.push((format!("refs/lease/{}/head", rec.id), head.clone()));
@@ -621,6 +628,13 @@ impl Engine {
         let not_durable = |revs: &[String], shared_too: bool| -> Result<Vec<String>> {
             if revs.is_empty() {
                 return Ok(Vec::new());
+            }
+            let hide: Vec<String> = durable.iter().map(|(_, d)| d.clone()).collect();
+            if let Some(v) = reader
+                .as_ref()
+                .and_then(|r| r.not_reachable(revs, &hide, shared_too))
+            {
+                return Ok(v);
             }
             let mut c = rg.cmd(wt);
             c.arg("rev-list");

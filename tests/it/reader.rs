@@ -223,3 +223,142 @@ fn reader_falls_back_to_the_cli_where_libgit2_may_differ() {
     env.git(&wc, &["config", "extensions.worktreeConfig", "true"]);
     assert_eq!(unsupported(&wc), None);
 }
+
+/// The CLI's durable ref, as the retire engine finds it without the reader.
+fn cli_durable(env: &TestEnv, common: &Path) -> Option<(String, String)> {
+    for name in ["HEAD", "main", "master"] {
+        let r = format!("refs/remotes/origin/{name}");
+        let (sym, target) = git_raw(env, common, &["symbolic-ref", "-q", &r].map(OsStr::new));
+        if sym && !target.starts_with(b"refs/remotes/origin/") {
+            continue;
+        }
+        let spec = format!("{r}^{{commit}}");
+        let (ok, out) = git_raw(
+            env,
+            common,
+            &["rev-parse", "--verify", "-q", &spec].map(OsStr::new),
+        );
+        if ok {
+            return Some((r, String::from_utf8(out).unwrap().trim().to_string()));
+        }
+    }
+    None
+}
+
+fn cli_not_reachable(
+    env: &TestEnv,
+    common: &Path,
+    revs: &[String],
+    hide: &[String],
+    shared: bool,
+) -> Vec<String> {
+    let mut a: Vec<String> = vec!["--no-replace-objects".into(), "rev-list".into()];
+    a.extend(revs.iter().cloned());
+    a.push("--not".into());
+    a.extend(hide.iter().cloned());
+    if shared {
+        a.extend(["--branches", "--tags", "--remotes", "--glob=refs/stash"].map(String::from));
+    }
+    a.push("--".into());
+    let (ok, out) = git_raw(env, common, &a.iter().map(OsStr::new).collect::<Vec<_>>());
+    assert!(ok, "rev-list {a:?}");
+    let mut v: Vec<String> = String::from_utf8(out)
+        .unwrap()
+        .lines()
+        .map(String::from)
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn reader_and_cli_agree_on_durable_refs_and_reachability() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let common = repo.join(".git");
+    let g = |args: &[&str]| env.git(&repo, args);
+    let durable = |what: &str| {
+        let mine = Reader::open(&common)
+            .and_then(|r| r.durable_origin())
+            .expect("origin is configured: the reader answers");
+        assert_eq!(mine, cli_durable(&env, &common), "{what}");
+        mine
+    };
+    assert_eq!(
+        durable("origin/HEAD").unwrap().0,
+        "refs/remotes/origin/HEAD"
+    );
+    g(&["pack-refs", "--all"]);
+    durable("packed");
+    g(&[
+        "symbolic-ref",
+        "refs/remotes/origin/HEAD",
+        "refs/heads/main",
+    ]);
+    assert_eq!(
+        durable("HEAD leaves origin").unwrap().0,
+        "refs/remotes/origin/main"
+    );
+    g(&[
+        "symbolic-ref",
+        "refs/remotes/origin/HEAD",
+        "refs/remotes/origin/gone",
+    ]);
+    assert_eq!(
+        durable("dangling HEAD").unwrap().0,
+        "refs/remotes/origin/main"
+    );
+    g(&["update-ref", "refs/remotes/origin/master", "HEAD"]);
+    g(&["update-ref", "-d", "refs/remotes/origin/main"]);
+    g(&["update-ref", "--no-deref", "-d", "refs/remotes/origin/HEAD"]);
+    assert_eq!(
+        durable("master only").unwrap().0,
+        "refs/remotes/origin/master"
+    );
+    g(&["update-ref", "-d", "refs/remotes/origin/master"]);
+    assert_eq!(durable("none"), None);
+    g(&["remote", "rename", "origin", "upstream"]);
+    assert!(
+        Reader::open(&common).unwrap().durable_origin().is_none(),
+        "no origin: the CLI answers"
+    );
+
+    // Reachability: private commits, a tag, a stash, a branch, a graft.
+    let base = g(&["rev-parse", "HEAD"]);
+    g(&["checkout", "-q", "--detach"]);
+    let mut commits = Vec::new();
+    for i in 0..6 {
+        g(&["commit", "-q", "--allow-empty", "-m", &format!("c{i}")]);
+        commits.push(g(&["rev-parse", "HEAD"]));
+    }
+    g(&["tag", "t1", &commits[1]]);
+    g(&["branch", "b3", &commits[3]]);
+    fs::write(repo.join("README"), "stashed\n").unwrap();
+    g(&["stash", "-q"]);
+    g(&["replace", "--graft", &commits[5], &base]);
+    let reader = Reader::open(&common).unwrap();
+    let tip = vec![commits[5].clone()];
+    for (revs, hide, shared) in [
+        (tip.clone(), vec![base.clone()], false),
+        (tip.clone(), vec![base.clone()], true),
+        (tip.clone(), vec![], true),
+        (
+            vec![commits[2].clone(), commits[4].clone()],
+            vec![commits[0].clone()],
+            true,
+        ),
+        (
+            vec![g(&["rev-parse", "refs/stash"])],
+            vec![base.clone()],
+            true,
+        ),
+    ] {
+        let mut mine = reader.not_reachable(&revs, &hide, shared).expect("revwalk");
+        mine.sort();
+        assert_eq!(
+            mine,
+            cli_not_reachable(&env, &common, &revs, &hide, shared),
+            "{revs:?} --not {hide:?} shared={shared}"
+        );
+    }
+}
