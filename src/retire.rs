@@ -743,7 +743,8 @@ impl Engine {
         Ok(None)
     }
 
-    /// Gate 7: HEAD, status, the bundle's sha256 and the record are unchanged.
+    /// Gate 7: HEAD, the bundle's sha256 and the record are unchanged; status
+    /// and the walk are re-run when a bundle was written.
     fn refresh(
         &self,
         held: &Held,
@@ -757,17 +758,19 @@ impl Engine {
                 format!("HEAD moved from {head} to {now} while archiving"),
             )]));
         }
-        // Status again only if archiving ran: with nothing archived gate 5's
-        // probe ran moments ago, under the same exclusive lock.
+        // Status and the walk again only if archiving ran: with nothing
+        // archived, gate 5's probes ran moments ago under the same
+        // exclusive lock, with only in-process reads since (SPEC gate 7 is
+        // the refresh after archiving).
         if archive.is_some() {
             let content = self.probe_content(&held.rg, &held.wt, &held.admin, None)?;
             if let Err(holds) = plan::gate_content(&content) {
                 return Ok(Err(holds));
             }
-        }
-        let walk = crate::safety::inventory(&held.top);
-        if let Err(holds) = plan::gate_inventory(&walk, &[]) {
-            return Ok(Err(holds));
+            let walk = crate::safety::inventory(&held.top);
+            if let Err(holds) = plan::gate_inventory(&walk, &[]) {
+                return Ok(Err(holds));
+            }
         }
         if let Some(h) = archive.and_then(|a| bundle_changed(a, held.bundle.as_ref())) {
             return Ok(Err(vec![h]));
