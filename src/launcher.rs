@@ -872,7 +872,13 @@ fn run(reg: &Registry, git: Git, p: Prepared, req: &ExecRequest) -> Result<ExecR
     // Close both of our descriptors: the locks end with them (never LOCK_UN).
     drop(p.child_fd);
     drop(p.own_fd);
-    let holders = crate::procs::holders((p.lease.dev, p.lease.ino)).0;
+    // One read of /proc/locks first: with no lock left on the lease (the
+    // usual end), the scan of every process's descriptors finds nothing.
+    let holders = if crate::procs::lock_listed(p.lease.dev, p.lease.ino) {
+        crate::procs::holders((p.lease.dev, p.lease.ino)).0
+    } else {
+        Vec::new()
+    };
     if !holders.is_empty() {
         notes.push(format!(
             "lease: the command exited but {} process(es) still hold the lease of `{}`: pid {}",
