@@ -386,6 +386,24 @@ mod tests {
     use super::*;
 
     #[test]
+    fn libgit2_reads_no_system_xdg_or_global_config() {
+        use git2::ConfigLevel;
+        assert!(confine());
+        for level in [
+            ConfigLevel::ProgramData,
+            ConfigLevel::System,
+            ConfigLevel::XDG,
+            ConfigLevel::Global,
+        ] {
+            // SAFETY: reads the process-wide option confine() set; no other
+            // thread of this test changes it afterwards.
+            #[allow(unsafe_code)]
+            let path = unsafe { git2::opts::get_search_path(level) }.map(|p| p.into_bytes());
+            assert_eq!(path.ok(), Some(Vec::new()), "{level:?}");
+        }
+    }
+
+    #[test]
     fn trims_like_strbuf() {
         assert_eq!(trim_end(b"/a/b\n\n"), b"/a/b");
         assert_eq!(trim_end(b" \n"), b"");
