@@ -6,7 +6,7 @@
 //!
 //! # Reading no more than the sanitized CLI
 //! - libgit2's system, XDG, global and ProgramData config search paths are
-//!   set to nothing before the first open ([`confine`]); the CLI runs with
+//!   set to nothing before the first open (`confine`); the CLI runs with
 //!   `GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null`.
 //! - Repositories open with `NO_SEARCH` and without `FROM_ENV`: no upward
 //!   discovery, no `GIT_DIR` or other variable of lease's environment.
