@@ -759,9 +759,9 @@ def report(d, out):
     small = [x["ms"] or 0 for x in sr_["spawns"] if x["cmd"].startswith("git") and not x["cmd"].startswith(("git status", "git worktree remove"))]
     parts = [
         ("`git worktree remove` itself (git's own status and the deletion of the tree)", remove_ms),
-        ("%d `git status` probes (gate 5, gate 7 refresh)" % len(status_ms), sum(status_ms)),
-        ("%d other git spawns (config, worktree list, ls-files, refs, rev-list)" % len(small), sum(small)),
-        ("lease's own CPU (start-up, two walks of the tree, `/proc` audit, records, audit log; perf, untraced runs)", sr_.get("own_cpu_ms") or 0),
+        ("%d `git status` probe(s) (gate 5; gate 7 repeats it only after archiving)" % len(status_ms), sum(status_ms)),
+        ("%d other git spawns (version, filter config, ls-files, private refs and reflogs)" % len(small), sum(small)),
+        ("lease's own CPU (start-up, one walk of the tree, `/proc` audit, libgit2 reads, records, audit log; perf, untraced runs)", sr_.get("own_cpu_ms") or 0),
         ("%d fsyncs" % sr_["fsyncs"], sr_["fsync_ms"] or 0),
     ]
     sum_ = sum(v for _, v in parts)
@@ -830,6 +830,22 @@ def report(d, out):
             w(cg["note"])
             w("")
 
+    if prof.get("join_functions"):
+        w("## Where a join's time goes")
+        w("")
+        w(
+            "`perf record -e cpu-clock --call-graph dwarf` over %d joins (`lease exec --adopt W -- "
+            "true` of the spawn section's recorded worktree, symbolized build), samples of the "
+            "`lease` processes only: where a join's own CPU goes, inclusive of callees, user and "
+            "kernel time (a blocked fsync is off the CPU and not sampled; the spawn section times "
+            "those). `lease::reader` rows are the in-process libgit2 reads." % prof.get("join_runs", 0)
+        )
+        w("")
+        w("| function | share of a join's own CPU |")
+        w("|---|---|")
+        for name, share_ in prof["join_functions"]:
+            w("| `%s` | %.0f%% |" % (name, share_))
+        w("")
     # ---- what changed
     w("## What was cut (issue 7)")
     w("")
@@ -931,7 +947,7 @@ def suggestions(rows, sp, extra, prof, med):
     own = (prof.get("perf") or {}).get("own_ms")
     fn = dict(prof.get("functions") or [])
     inv = fn.get("lease::safety::inventory")
-    walk = inv * own / 100 / 2 if inv and own else None  # two walks per retire
+    walk = inv * own / 100 if inv and own else None  # one walk per clean retire
     w_rt, w_cr, w_ad, w_bd = work(sp["retire"]), work(sp["create"]), work(sp["adopt"]), work(sp["bundle"])
     rt_ratio = row_ratio(rows, "retire", "lease", "git")
 
@@ -1140,12 +1156,11 @@ def suggestions(rows, sp, extra, prof, med):
             (
                 0.0,
                 "The walk: near its floor once it runs once.",
-                "`safety::inventory` is %.0f%% of lease's own CPU in a clean retire (%s per walk, "
-                "two walks; `strace -c` counts %s `statx` calls in one retire). Each entry needs "
+                "`safety::inventory` is %.0f%% of lease's own CPU in a clean retire (%s, its one "
+                "walk; `strace -c` counts %s `statx` calls in one retire). Each entry needs "
                 "its `statx` (size for the tombstone, mount id, type without trusting `d_type`) "
-                "and each directory an open, so the saving is the second walk, already counted in "
-                "the gates 5/7 item; reusing the per-entry path buffer (allocation is a visible "
-                "part of the profile) is a micro-optimization after that."
+                "and each directory an open; reusing the per-entry path buffer (allocation is a "
+                "visible part of the profile) is a micro-optimization."
                 % (inv, ms(walk), dict(prof.get("syscalls") or []).get("statx", "?")),
             )
         )
@@ -1270,20 +1285,20 @@ def method_lines(meta):
     ]
 
 
-def perf_functions(path):
+def perf_functions(path, comm=None):
     """Inclusive (children) sample shares of lease's own functions from
-    `perf report --children --sort sym --stdio`."""
-    out = subprocess.run(
-        ["perf", "report", "-i", path, "--children", "--sort", "sym", "--stdio"],
-        capture_output=True,
-        text=True,
-    ).stdout
+    `perf report --children --sort sym --stdio` (only processes named
+    `comm` if given)."""
+    cmd = ["perf", "report", "-i", path, "--children", "--sort", "sym", "--stdio"]
+    if comm:
+        cmd += ["--comm", comm]
+    out = subprocess.run(cmd, capture_output=True, text=True).stdout
     funcs = {}
     for line in out.splitlines():
         m = re.match(r"^\s+([\d.]+)%\s+([\d.]+)%\s+\[\.\]\s+(lease::[A-Za-z0-9_:]+)\s*$", line)
         if m:
             funcs[m.group(3)] = max(funcs.get(m.group(3), 0.0), float(m.group(1)))
-    skip = ("lease::main", "lease::cli::run", "lease::retire::Engine::retire")
+    skip = ("lease::main", "lease::cli::run", "lease::retire::Engine::retire", "lease::cli::exec")
     keep = [(k, v) for k, v in sorted(funcs.items(), key=lambda kv: -kv[1]) if k not in skip]
     return keep[:14]
 
