@@ -235,6 +235,11 @@ impl Reader {
     /// Reads a HEAD file: `(commit, branch)`; the commit is `None` for an
     /// unborn branch, the branch `None` for a detached HEAD.
     fn head_file(&self, file: &Path) -> Option<(Option<String>, Option<Vec<u8>>)> {
+        // A symlinked HEAD (core.preferSymlinkRefs) is a symbolic ref to
+        // git; reading through it would see a detached one. The CLI answers.
+        if !fs::symlink_metadata(file).ok()?.file_type().is_file() {
+            return None;
+        }
         let text = fs::read(file).ok()?;
         let text = trim_end(&text);
         if let Some(rest) = text.strip_prefix(b"ref:") {

@@ -149,6 +149,17 @@ fn reader_and_cli_agree_on_awkward_worktrees() {
     g(&repo, &["pack-refs", "--all"]);
     assert!(!common.join("refs/heads/topic").exists(), "topic is packed");
     assert_agree(&env, &common);
+    // A symlinked HEAD (core.preferSymlinkRefs) is left to the CLI.
+    let admin = lease::retire::linked_admin(&common, &d).unwrap();
+    let oid = fs::read_to_string(admin.join("HEAD")).unwrap();
+    fs::write(common.join("refs/heads/via-link"), &oid).unwrap();
+    fs::remove_file(admin.join("HEAD")).unwrap();
+    std::os::unix::fs::symlink(common.join("refs/heads/via-link"), admin.join("HEAD")).unwrap();
+    let reader = Reader::open(&common).unwrap();
+    assert_eq!(reader.worktrees(), None, "symlinked HEAD: the CLI lists");
+    assert_eq!(reader.head_commit(&admin), None);
+    fs::remove_file(admin.join("HEAD")).unwrap();
+    fs::write(admin.join("HEAD"), &oid).unwrap();
     // Private tips and reflogs in a worktree change nothing listed.
     g(&b, &["update-ref", "refs/worktree/wip", "HEAD"]);
     g(&b, &["commit", "-q", "--allow-empty", "-m", "second"]);
