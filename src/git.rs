@@ -14,6 +14,7 @@ use std::fs::File;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::error::{Error, Result};
 use crate::plan::StatusEntry;
@@ -57,14 +58,32 @@ const KEEP_ENV: &[&str] = &["PATH", "HOME", "TMPDIR"];
 #[derive(Debug, Clone)]
 pub struct Git {
     bin: PathBuf,
-    version: String,
+    /// `git --version`, run once on first need: a `lease exec --adopt`
+    /// whose reads all succeed in process never spawns git at all. `Err`
+    /// holds the refusal text.
+    version: Arc<OnceLock<std::result::Result<String, String>>>,
 }
+
+/// Filter-driver names per directory, read once per process: every
+/// sanitized git of one run neutralizes the drivers the first read found
+/// (the config is repository-owned; a process that rewrites it while lease
+/// runs can already run code itself).
+static FILTERS: Mutex<Vec<(PathBuf, Vec<Vec<u8>>)>> = Mutex::new(Vec::new());
 
 impl Git {
     /// Resolves git once: the policy's `git` (config or `$LEASE_GIT`,
     /// absolute), else the first `git` on `PATH` that is not lease's own
     /// shim. Checks the version is at least [`MIN_GIT`].
     pub fn resolve() -> Result<Git> {
+        let git = Git {
+            bin: Git::resolve_bin()?,
+            version: Arc::new(OnceLock::new()),
+        };
+        git.check_version()?;
+        Ok(git)
+    }
+
+    fn resolve_bin() -> Result<PathBuf> {
         let bin = match &crate::policy::current().git {
             Some(p) => p.value.clone(),
             None => find_on_path().ok_or_else(|| {
@@ -74,28 +93,41 @@ impl Git {
                 )
             })?,
         };
-        let mut git = Git {
-            bin,
-            version: String::new(),
-        };
-        let out = git.raw(None).arg("--version").run()?;
-        let text = String::from_utf8_lossy(&out).trim().to_string();
-        match parse_version(&text) {
-            Some(v) if v >= MIN_GIT => {}
-            _ => {
-                return Err(Error::refused(
-                    crate::plan::HoldReason::GitFailed,
-                    format!(
-                        "`{}` reports `{text}`; lease needs git {}.{} or newer",
-                        git.bin.display(),
-                        MIN_GIT.0,
-                        MIN_GIT.1
-                    ),
-                ));
+        Ok(bin)
+    }
+
+    /// Like [`Git::resolve`], but checks the version only when a git is
+    /// first run (or [`Git::version`] is asked), so a command that reads
+    /// everything in process spawns nothing.
+    pub fn resolve_lazy() -> Result<Git> {
+        let git = Git::resolve_bin()?;
+        Ok(Git {
+            bin: git,
+            version: Arc::new(OnceLock::new()),
+        })
+    }
+
+    /// Runs `git --version` once and refuses a git older than [`MIN_GIT`].
+    pub fn check_version(&self) -> Result<&str> {
+        let v = self.version.get_or_init(|| {
+            let out = self
+                .raw(None)
+                .arg("--version")
+                .run()
+                .map_err(|e| e.to_string())?;
+            let text = String::from_utf8_lossy(&out).trim().to_string();
+            match parse_version(&text) {
+                Some(v) if v >= MIN_GIT => Ok(text),
+                _ => Err(format!(
+                    "`{}` reports `{text}`; lease needs git {}.{} or newer",
+                    self.bin.display(),
+                    MIN_GIT.0,
+                    MIN_GIT.1
+                )),
             }
-        }
-        git.version = text;
-        Ok(git)
+        });
+        v.as_deref()
+            .map_err(|m| Error::refused(crate::plan::HoldReason::GitFailed, m.clone()))
     }
 
     /// The binary's path.
@@ -103,9 +135,10 @@ impl Git {
         &self.bin
     }
 
-    /// What `git --version` printed.
+    /// What `git --version` printed (runs it if nothing has yet; empty if
+    /// it failed).
     pub fn version(&self) -> &str {
-        &self.version
+        self.check_version().unwrap_or("")
     }
 
     fn raw(&self, dir: Option<&Path>) -> Cmd {
@@ -128,23 +161,48 @@ impl Git {
         Cmd {
             inner: c,
             shown: Vec::new(),
+            gate: None,
         }
     }
 
-    /// A sanitized git for the repository whose common git dir is `common`.
-    /// Reads the names of its filter drivers once, to neutralize them.
-    pub fn repo(&self, common: &Path) -> Result<RepoGit> {
+    /// Reads the filter-driver names `git config` sees in `dir`, once per
+    /// process and directory.
+    fn filters_in(&self, dir: &Path) -> Result<Vec<Vec<u8>>> {
+        let cache = |f: &Vec<(PathBuf, Vec<Vec<u8>>)>| {
+            f.iter().find(|(d, _)| d == dir).map(|(_, v)| v.clone())
+        };
+        if let Some(v) = cache(&FILTERS.lock().unwrap_or_else(|p| p.into_inner())) {
+            return Ok(v);
+        }
         let out = self
-            .sanitized(Some(common), &[])
+            .sanitized(Some(dir), &[])
             .args(["config", "-z", "--get-regexp", r"^filter\."])
             .output()?;
         // Exit 1 means no filter driver is configured.
         if !out.ok && out.code != Some(1) {
             return Err(out.error());
         }
+        let v = parse_filter_drivers(&out.stdout);
+        let mut f = FILTERS.lock().unwrap_or_else(|p| p.into_inner());
+        if cache(&f).is_none() {
+            f.push((dir.to_path_buf(), v.clone()));
+        }
+        Ok(v)
+    }
+
+    /// Forgets every filter-driver read: `lease exec` calls it once its
+    /// command has ended, so the retire that follows a long session reads
+    /// the config as it is then.
+    pub fn forget_filters() {
+        FILTERS.lock().unwrap_or_else(|p| p.into_inner()).clear();
+    }
+
+    /// A sanitized git for the repository whose common git dir is `common`.
+    /// Reads the names of its filter drivers once, to neutralize them.
+    pub fn repo(&self, common: &Path) -> Result<RepoGit> {
         Ok(RepoGit {
             git: self.clone(),
-            filters: parse_filter_drivers(&out.stdout),
+            filters: self.filters_in(common)?,
             pin: None,
         })
     }
@@ -177,6 +235,7 @@ impl Git {
         if n > 0 {
             c.inner.env("GIT_CONFIG_COUNT", n.to_string());
         }
+        c.gate = Some(self.clone());
         c
     }
 
@@ -185,14 +244,7 @@ impl Git {
     /// `extensions.worktreeConfig`).
     pub fn repo_at(&self, common: &Path, dir: &Path) -> Result<RepoGit> {
         let mut rg = self.repo(common)?;
-        let out = self
-            .sanitized(Some(dir), &[])
-            .args(["config", "-z", "--get-regexp", r"^filter\."])
-            .output()?;
-        if !out.ok && out.code != Some(1) {
-            return Err(out.error());
-        }
-        for d in parse_filter_drivers(&out.stdout) {
+        for d in self.filters_in(dir)? {
             if !rg.filters.contains(&d) {
                 rg.filters.push(d);
             }
@@ -221,8 +273,18 @@ impl Git {
         Cmd {
             inner: c,
             shown: Vec::new(),
+            gate: Some(self.clone()),
         }
     }
+}
+
+/// Like [`RepoGit::worktrees`] without a [`RepoGit`]: the filter config is
+/// read (one more git) only if the CLI has to list.
+pub fn worktrees(git: &Git, common: &Path) -> Result<Vec<WorktreeEntry>> {
+    if let Some(v) = crate::reader::Reader::open(common).and_then(|r| r.worktrees()) {
+        return Ok(v);
+    }
+    git.repo(common)?.worktrees(common)
 }
 
 /// A sanitized git bound to one repository's filter-driver overrides, and
@@ -325,6 +387,17 @@ impl RepoGit {
         Ok(parse_ls_remote(&out))
     }
 
+    /// The worktrees of the repository whose common git dir is `common`, as
+    /// [`parse_worktrees`] reads `git worktree list`: read in process by
+    /// [`crate::reader`] where libgit2 reads the repository as git does,
+    /// else by the CLI.
+    pub fn worktrees(&self, common: &Path) -> Result<Vec<WorktreeEntry>> {
+        if let Some(v) = crate::reader::Reader::open(common).and_then(|r| r.worktrees()) {
+            return Ok(v);
+        }
+        Ok(parse_worktrees(&self.worktree_list(common)?))
+    }
+
     /// Pins commands run in `wt` to its admin directory `admin`.
     pub fn pinned(mut self, admin: &Path, wt: &Path) -> RepoGit {
         self.pin = Some((admin.to_path_buf(), wt.to_path_buf()));
@@ -342,6 +415,9 @@ impl RepoGit {
 pub struct Cmd {
     inner: Command,
     shown: Vec<String>,
+    /// The git whose version must pass [`Git::check_version`] before this
+    /// command runs (`None` for `git --version` itself).
+    gate: Option<Git>,
 }
 
 /// What a git invocation produced.
@@ -417,6 +493,9 @@ impl Cmd {
 
     /// Runs it and returns what it produced, whatever the exit status.
     pub fn output(&mut self) -> Result<Output> {
+        if let Some(g) = &self.gate {
+            g.check_version()?;
+        }
         let args = self
             .shown
             .iter()

@@ -161,7 +161,7 @@ pub fn exec(req: ExecRequest) -> Result<ExecResult> {
     }
     let root = crate::paths::StateRoot::open_or_create()?;
     let reg = Registry::new(root);
-    let git = Git::resolve()?;
+    let git = Git::resolve_lazy()?;
     let me = sys::start_time(std::process::id())
         .ok_or_else(|| Error::Usage("cannot read this process's start time from /proc".into()))?;
     let session = Session {
@@ -605,8 +605,7 @@ pub fn create_restored(
 /// Refuses a worktree root inside any worktree of the repository: the
 /// enclosing checkout's `git clean -ffdx` would delete it.
 fn check_root_outside_worktrees(rg: &RepoGit, common: &Path, roots: &[&Path]) -> Result<()> {
-    let list = rg.worktree_list(common)?;
-    for e in git::parse_worktrees(&list) {
+    for e in rg.worktrees(common)? {
         let top = e.path();
         if e.bare {
             continue;
@@ -672,18 +671,17 @@ fn add_worktree(
         .args(["rev-parse", "--verify", "-q", &full])
         .output()?
         .ok;
-    if exists {
-        let list = rg.worktree_list(common)?;
-        if let Some(e) = git::parse_worktrees(&list)
+    if exists
+        && let Some(e) = rg
+            .worktrees(common)?
             .iter()
             .find(|e| e.branch.as_deref() == Some(full.as_bytes()))
-        {
-            return Err(Error::Usage(format!(
-                "branch `{branch}` is checked out in worktree `{}`; if that directory is gone, run `lease repair {}`",
-                e.path().display(),
-                e.path().display()
-            )));
-        }
+    {
+        return Err(Error::Usage(format!(
+            "branch `{branch}` is checked out in worktree `{}`; if that directory is gone, run `lease repair {}`",
+            e.path().display(),
+            e.path().display()
+        )));
     }
     let mut c = match how {
         AddConfig::User => rg.git().user(common),
@@ -719,10 +717,11 @@ fn adopt(
 ) -> Result<Prepared> {
     let wt = fs::canonicalize(path)
         .map_err(|e| Error::Usage(format!("cannot adopt `{}`: {e}", path.display())))?;
-    let common = common_dir(git, &wt)?;
-    let rg = git.repo(&common)?;
-    let list = rg.worktree_list(&common)?;
-    let entries = git::parse_worktrees(&list);
+    let common = match crate::reader::common_of_linked(&wt) {
+        Some(c) => c,
+        None => common_dir(git, &wt)?,
+    };
+    let entries = git::worktrees(git, &common)?;
     let bytes = wt.as_os_str().as_bytes();
     let Some(pos) = entries.iter().position(|e| e.path == bytes) else {
         return Err(Error::refused(
@@ -754,6 +753,7 @@ fn adopt(
         return join_session(reg, *rec, wt, session);
     }
     let parent = wt.parent().map(Path::to_path_buf).unwrap_or_default();
+    let rg = git.repo(&common)?;
     check_root_outside_worktrees(&rg, &common, &[reg.root().path()])?;
     admit_or_reap(reg, git, req.reap_if_low, &[&parent, reg.root().path()])?;
     let id = crate::registry::new_id()?;
@@ -957,19 +957,32 @@ fn run(reg: &Registry, git: Git, p: Prepared, req: &ExecRequest) -> Result<ExecR
             Ended::Code(code)
         }
     };
-    let rg = git.repo(Path::new(&reg.get(&p.id)?.repo)).ok();
-    let head = rg.and_then(|rg| {
-        rg.cmd(&p.worktree)
-            .args(["rev-parse", "--verify", "-q", "HEAD"])
-            .output()
-            .ok()
-            .filter(|o| o.ok)
-            .map(|o| git::first_line(&o.stdout))
-    });
+    // The command may have changed the config: read filter drivers afresh.
+    Git::forget_filters();
+    let common = PathBuf::from(&reg.get(&p.id)?.repo);
+    let head = match crate::reader::Reader::open(&common)
+        .and_then(|r| r.head_commit(&crate::retire::linked_admin(&common, &p.worktree)?))
+    {
+        Some(h) => h,
+        None => git.repo(&common).ok().and_then(|rg| {
+            rg.cmd(&p.worktree)
+                .args(["rev-parse", "--verify", "-q", "HEAD"])
+                .output()
+                .ok()
+                .filter(|o| o.ok)
+                .map(|o| git::first_line(&o.stdout))
+        }),
+    };
     // Close both of our descriptors: the locks end with them (never LOCK_UN).
     drop(p.child_fd);
     drop(p.own_fd);
-    let holders = crate::procs::holders((p.lease.dev, p.lease.ino)).0;
+    // One read of /proc/locks first: with no lock left on the lease (the
+    // usual end), the scan of every process's descriptors finds nothing.
+    let holders = if crate::procs::lock_listed(p.lease.dev, p.lease.ino) {
+        crate::procs::holders((p.lease.dev, p.lease.ino)).0
+    } else {
+        Vec::new()
+    };
     if !holders.is_empty() {
         notes.push(format!(
             "lease: the command exited but {} process(es) still hold the lease of `{}`: pid {}",

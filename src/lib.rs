@@ -44,6 +44,7 @@ pub mod plan;
 pub mod policy;
 pub mod procs;
 pub mod progress;
+pub mod reader;
 pub mod reap;
 pub mod registry;
 pub mod repair;

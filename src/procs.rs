@@ -84,6 +84,24 @@ fn other_processes() -> Option<impl Iterator<Item = (u32, std::path::PathBuf)>> 
     }))
 }
 
+/// Returns false only if `/proc/locks` was read and lists no lock at all
+/// on the file whose inode is `ino` on device `dev`: then no process holds
+/// that lease and [`holders`]' scan of every process can be skipped.
+pub fn lock_listed(dev: u64, ino: u64) -> bool {
+    let Ok(text) = fs::read_to_string("/proc/locks") else {
+        return true;
+    };
+    let want = format!(
+        "{:02x}:{:02x}:{ino}",
+        rustix::fs::major(dev),
+        rustix::fs::minor(dev)
+    );
+    // `1: FLOCK  ADVISORY  READ 1234 fd:01:5678 0 EOF`; a blocked waiter's
+    // line has `->` and one more field.
+    text.lines()
+        .any(|l| l.split_whitespace().any(|f| f == want.as_str()))
+}
+
 /// Returns true if `/proc/locks` shows an exclusive (WRITE) flock on the
 /// file whose inode is `ino` on device `dev`: a retire holds the lease now.
 pub fn exclusively_locked(dev: u64, ino: u64) -> bool {
@@ -194,6 +212,19 @@ fn maps_inside(maps: &[u8], wt: &Path) -> bool {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn proc_locks_lists_a_flock_until_it_is_released() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("l.lease");
+        let f = fs::File::create(&path).unwrap();
+        let m = f.metadata().unwrap();
+        assert!(!lock_listed(m.dev(), m.ino()), "nothing locked yet");
+        f.lock_shared().unwrap();
+        assert!(lock_listed(m.dev(), m.ino()), "a shared flock is listed");
+        drop(f);
+        assert!(!lock_listed(m.dev(), m.ino()), "closing released it");
+    }
 
     #[test]
     fn finds_a_child_holding_the_file_but_not_itself() {

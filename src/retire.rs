@@ -251,7 +251,7 @@ impl Engine {
         }
 
         // Gate 6: reachability.
-        let reach = self.probe_reachability(&held.rg, &held.wt, &held.rec)?;
+        let reach = self.probe_reachability(&held)?;
         tracing::debug!(id = %held.rec.id, unique_commits = reach.unique.len(), "gates 4-6 passed: processes, tree, reachability");
         report.unique_commits = reach.unique.len() as u64;
         if self.dry_run {
@@ -499,7 +499,8 @@ impl Engine {
         if let Err(holds) = plan::gate_inventory(&held.inventory, &git::parse_gitlinks(&listed)) {
             return Ok(Err(holds));
         }
-        let content = self.probe_content(&held.rg, &held.wt, &held.admin)?;
+        // One index listing serves the walk's gitlinks and the hidden entries.
+        let content = self.probe_content(&held.rg, &held.wt, &held.admin, Some(listed))?;
         held.rebuildable = content.rebuildable_ignored();
         Ok(plan::gate_content(&content))
     }
@@ -512,8 +513,7 @@ impl Engine {
         repo: &Path,
         wt: &Path,
     ) -> Result<(plan::PathEvidence, Option<PathBuf>)> {
-        let list = rg.worktree_list(repo)?;
-        let entries = git::parse_worktrees(&list);
+        let entries = rg.worktrees(repo)?;
         let bytes = wt.as_os_str().as_bytes();
         let mine = entries.iter().skip(1).find(|e| e.path == bytes);
         let admin = linked_admin(repo, wt);
@@ -538,6 +538,7 @@ impl Engine {
         rg: &RepoGit,
         wt: &Path,
         admin: &Path,
+        listed: Option<Vec<u8>>,
     ) -> Result<plan::ContentEvidence> {
         let status = rg
             .cmd(wt)
@@ -550,7 +551,10 @@ impl Engine {
                 "--ignore-submodules=none",
             ])
             .probe()?;
-        let listed = rg.cmd(wt).args(["ls-files", "-v", "-s", "-z"]).probe()?;
+        let listed = match listed {
+            Some(l) => l,
+            None => rg.cmd(wt).args(["ls-files", "-v", "-s", "-z"]).probe()?,
+        };
         let mut hidden = Vec::new();
         for e in git::parse_hidden(&listed) {
             if !self.hidden_entry_matches(rg, wt, &e)? {
@@ -610,15 +614,28 @@ impl Engine {
 
     /// Gate 6's evidence: the durable ref, HEAD and the private tips, and the
     /// commits reachable from the tips but not from the durable ref.
-    fn probe_reachability(&self, rg: &RepoGit, wt: &Path, rec: &Record) -> Result<Reach> {
-        let head = git::first_line(
-            &rg.cmd(wt)
-                .args(["rev-parse", "--verify", "-q", "HEAD^{commit}"])
-                .output()?
-                .stdout,
-        );
-        let remote = trusted_remote(rg, Path::new(&rec.repo), rec.branch.as_deref())?;
-        let durable = durable_ref(rg, Path::new(&rec.repo), remote.as_deref())?;
+    fn probe_reachability(&self, held: &Held) -> Result<Reach> {
+        let (rg, wt, rec) = (&held.rg, held.wt.as_path(), &held.rec);
+        let reader = crate::reader::Reader::open(Path::new(&rec.repo));
+        let head = self.head(held)?;
+        // The in-process reader answers for `origin` only: when config names
+        // another trusted remote, or the reader cannot tell, the CLI does.
+        let origin_trusted = crate::policy::current()
+            .trusted_remote
+            .as_ref()
+            .is_none_or(|t| t.value == "origin");
+        let fast = reader
+            .as_ref()
+            .filter(|_| origin_trusted)
+            .and_then(crate::reader::Reader::durable_origin);
+        let (remote, durable) = match fast {
+            Some(d) => (Some("origin".to_string()), d),
+            None => {
+                let remote = trusted_remote(rg, Path::new(&rec.repo), rec.branch.as_deref())?;
+                let durable = durable_ref(rg, Path::new(&rec.repo), remote.as_deref())?;
+                (remote, durable)
+            }
+        };
         let mut tips: Vec<(String, String)> = Vec::new();
         if !head.is_empty() {
             tips.push((format!("refs/lease/{}/head", rec.id), head.clone()));
@@ -674,6 +691,13 @@ impl Engine {
             if revs.is_empty() {
                 return Ok(Vec::new());
             }
+            let hide: Vec<String> = durable.iter().map(|(_, d)| d.clone()).collect();
+            if let Some(v) = reader
+                .as_ref()
+                .and_then(|r| r.not_reachable(revs, &hide, shared_too))
+            {
+                return Ok(v);
+            }
             let mut c = rg.cmd(wt);
             c.arg("rev-list");
             let mut seen: Vec<&String> = Vec::new();
@@ -715,34 +739,53 @@ impl Engine {
         })
     }
 
-    /// Gate 7: HEAD, status, the bundle's sha256 and the record are unchanged.
-    fn refresh(
-        &self,
-        held: &Held,
-        head: &str,
-        archive: Option<&Archive>,
-    ) -> Result<Result<(), Vec<Hold>>> {
-        let now = git::first_line(
+    /// The worktree's HEAD commit (`rev-parse --verify -q HEAD^{commit}`;
+    /// empty if unborn), read in process where [`crate::reader`] can.
+    fn head(&self, held: &Held) -> Result<String> {
+        let common = PathBuf::from(&held.rec.repo);
+        if let Some(h) =
+            crate::reader::Reader::open(&common).and_then(|r| r.head_commit(&held.admin))
+        {
+            return Ok(h.unwrap_or_default());
+        }
+        Ok(git::first_line(
             &held
                 .rg
                 .cmd(&held.wt)
                 .args(["rev-parse", "--verify", "-q", "HEAD^{commit}"])
                 .output()?
                 .stdout,
-        );
+        ))
+    }
+
+    /// Gate 7: HEAD, the bundle's sha256 and the record are unchanged; status
+    /// and the walk are re-run when a bundle was written.
+    fn refresh(
+        &self,
+        held: &Held,
+        head: &str,
+        archive: Option<&Archive>,
+    ) -> Result<Result<(), Vec<Hold>>> {
+        let now = self.head(held)?;
         if now != head {
             return Ok(Err(vec![Hold::new(
                 HoldReason::Unprovable,
                 format!("HEAD moved from {head} to {now} while archiving"),
             )]));
         }
-        let content = self.probe_content(&held.rg, &held.wt, &held.admin)?;
-        if let Err(holds) = plan::gate_content(&content) {
-            return Ok(Err(holds));
-        }
-        let walk = crate::safety::inventory(&held.top);
-        if let Err(holds) = plan::gate_inventory(&walk, &[]) {
-            return Ok(Err(holds));
+        // Status and the walk again only if archiving ran: with nothing
+        // archived, gate 5's probes ran moments ago under the same
+        // exclusive lock, with only in-process reads since (SPEC gate 7 is
+        // the refresh after archiving).
+        if archive.is_some() {
+            let content = self.probe_content(&held.rg, &held.wt, &held.admin, None)?;
+            if let Err(holds) = plan::gate_content(&content) {
+                return Ok(Err(holds));
+            }
+            let walk = crate::safety::inventory(&held.top);
+            if let Err(holds) = plan::gate_inventory(&walk, &[]) {
+                return Ok(Err(holds));
+            }
         }
         if let Some(h) = archive
             .filter(|a| a.has_bundle())
@@ -800,8 +843,9 @@ impl Engine {
             .output()?;
         let gone =
             fs::symlink_metadata(&held.wt).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound);
-        let list = held.rg.worktree_list(&repo)?;
-        let listed = git::parse_worktrees(&list)
+        let listed = held
+            .rg
+            .worktrees(&repo)?
             .iter()
             .any(|e| e.path == held.wt.as_os_str().as_bytes());
         if !out.ok || !gone || listed {
@@ -966,7 +1010,7 @@ struct Reach {
 
 /// Returns the admin directory if `<wt>/.git` is a regular file naming
 /// `<repo>/worktrees/<name>` whose `gitdir` file names `<wt>/.git`.
-fn linked_admin(repo: &Path, wt: &Path) -> Option<PathBuf> {
+pub fn linked_admin(repo: &Path, wt: &Path) -> Option<PathBuf> {
     let dotgit = wt.join(".git");
     if !fs::symlink_metadata(&dotgit).ok()?.file_type().is_file() {
         return None;

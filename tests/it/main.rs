@@ -20,6 +20,7 @@ mod logs;
 mod metrics;
 mod oracles;
 mod progress;
+mod reader;
 mod reap;
 mod restore;
 mod retire;
