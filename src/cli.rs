@@ -742,15 +742,14 @@ fn resolve_target(engine: &Engine, t: &str) -> Result<Result<String, TargetRepor
     if looks_like_id {
         return engine.registry().resolve(t).map(Ok);
     }
-    if !is_normal_path(t) {
-        return Err(Error::Usage(format!(
-            "`{t}` is not a normal path (`.`, `..` or `//`); name the worktree's top directory"
-        )));
-    }
-    let path = PathBuf::from(t);
-    let absolute = std::env::current_dir()
-        .map(|c| c.join(&path))
+    let cwd = std::env::current_dir()
         .map_err(|e| Error::Usage(format!("cannot read the current directory: {e}")))?;
+    let Some(absolute) = lexical_absolute(&cwd, t) else {
+        return Err(Error::Usage(format!(
+            "`{t}` is not a normal path (`.` or `..` after a name, or `//`); name the worktree's top directory"
+        )));
+    };
+    let path = PathBuf::from(t);
     if path.exists() && std::fs::canonicalize(&path).ok().as_deref() != Some(absolute.as_path()) {
         return Err(Error::Usage(format!(
             "`{t}` is reached through a symlink; name the worktree's physical top directory"
@@ -781,13 +780,38 @@ fn resolve_target(engine: &Engine, t: &str) -> Result<Result<String, TargetRepor
 /// Returns true if `t` has no `.`, `..` or empty component (a single
 /// trailing `/` is allowed): paths are resolved physically, never by lexical
 /// normalization followed by acting on the result.
-fn is_normal_path(t: &str) -> bool {
+/// The absolute path `t` names from `cwd` (a physical directory, as
+/// getcwd(3) returns it), or `None` if `t` is not normal: leading `./` and
+/// `../` are resolved against `cwd` (no symlink can hide there), but a `.`
+/// or `..` after a name, or an empty component (`//`), is refused, since a
+/// symlinked name before `..` would make the lexical and physical paths
+/// differ.
+fn lexical_absolute(cwd: &std::path::Path, t: &str) -> Option<PathBuf> {
     let t = t.strip_suffix('/').unwrap_or(t);
-    let body = t.strip_prefix('/').unwrap_or(t);
-    !body.is_empty()
-        && body
-            .split('/')
-            .all(|c| !c.is_empty() && c != "." && c != "..")
+    let (mut out, body) = match t.strip_prefix('/') {
+        Some(b) => (PathBuf::from("/"), b),
+        None => (cwd.to_path_buf(), t),
+    };
+    let mut parts = body.split('/').peekable();
+    while let Some(&c) = parts.peek() {
+        match c {
+            "." if !t.starts_with('/') => {}
+            ".." if !t.starts_with('/') => {
+                out.pop();
+            }
+            _ => break,
+        }
+        parts.next();
+    }
+    let mut named = false;
+    for c in parts {
+        if c.is_empty() || c == "." || c == ".." {
+            return None;
+        }
+        out.push(c);
+        named = true;
+    }
+    named.then_some(out)
 }
 
 fn target_code(t: &TargetReport) -> u8 {
@@ -1039,13 +1063,27 @@ mod tests {
 
     #[test]
     fn normal_paths() {
-        for ok in ["wt", "/a/b", "/a/b/", "rel/wt"] {
-            assert!(is_normal_path(ok), "{ok}");
+        let cwd = std::path::Path::new("/w/cwd");
+        for (ok, abs) in [
+            ("wt", "/w/cwd/wt"),
+            ("/a/b", "/a/b"),
+            ("/a/b/", "/a/b"),
+            ("rel/wt", "/w/cwd/rel/wt"),
+            ("./a", "/w/cwd/a"),
+            ("../wt", "/w/wt"),
+            ("../../x/y", "/x/y"),
+            ("./../wt/", "/w/wt"),
+        ] {
+            assert_eq!(
+                lexical_absolute(cwd, ok).as_deref(),
+                Some(std::path::Path::new(abs)),
+                "{ok}"
+            );
         }
         for bad in [
-            "", ".", "..", "/", "/a/../b", "a/.", "./a", "/a//b", "a/b/..",
+            "", ".", "..", "/", "/a/../b", "a/.", "a/../b", "/a//b", "a/b/..", "/../a", "./",
         ] {
-            assert!(!is_normal_path(bad), "{bad}");
+            assert_eq!(lexical_absolute(cwd, bad), None, "{bad}");
         }
     }
 }

@@ -319,6 +319,13 @@ pub fn restore(req: &RestoreRequest) -> Result<RestoreReport> {
             ),
         ));
     }
+    if req.to.is_none() {
+        // Into the worktree root, like exec: never one OS cleaners sweep.
+        crate::paths::check_not_temp(
+            &crate::paths::worktree_root_of(reg.root().path()),
+            crate::policy::current().allow_temp_worktree_root.value,
+        )?;
+    }
     if let Some(to) = &req.to
         && fs::symlink_metadata(to).is_ok()
     {

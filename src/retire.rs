@@ -220,6 +220,15 @@ impl Engine {
         let state_gate = match plan::gate_state(rec.state, rec.any_launcher_alive()) {
             Ok(g) => g,
             Err(mut h) => {
+                if h.reason == plan::HoldReason::LauncherAlive {
+                    let pids: Vec<String> = rec
+                        .sessions
+                        .iter()
+                        .filter(|s| s.launcher_alive())
+                        .map(|s| s.pid.to_string())
+                        .collect();
+                    h.detail = format!("{}: pid {}", h.detail, pids.join(", "));
+                }
                 if let Some(r) = &rec.retention {
                     h.detail = format!(
                         "retained by {}:{} ({}) until {}",

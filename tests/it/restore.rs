@@ -345,3 +345,22 @@ fn a_bundle_whose_recorded_sha256_was_rewritten_too_fails_the_unbundle_check() {
     assert_code(&o, 1);
     assert!(stderr(&o).contains("archive-unverified"), "{}", stderr(&o));
 }
+
+#[test]
+fn restore_into_a_temp_worktree_root_refuses_like_exec() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let (id, _) = archived(&env, &repo, "t3");
+    let state = manifest(&env.state);
+    let o = env
+        .lease()
+        .env("LEASE_ALLOW_TEMP_ROOT", "0")
+        .args(["restore", &id])
+        .output()
+        .unwrap();
+    assert_code(&o, 1);
+    assert!(stderr(&o).contains("temp-worktree-root"), "{}", stderr(&o));
+    assert_eq!(manifest(&env.state), state, "nothing written");
+    // Allowed (as TestEnv does): the same restore goes ahead.
+    assert_code(&restore(&env, &[&id]), 0);
+}

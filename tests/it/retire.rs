@@ -733,3 +733,77 @@ fn a_clean_worktree_does_not_archive_commits_other_branches_keep() {
         "nothing of this worktree's own was at risk: {rec:#}"
     );
 }
+
+#[test]
+fn a_target_path_may_start_with_dot_dot() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let o = env
+        .lease()
+        .current_dir(&repo)
+        .args(["exec", "--keep", "--", "true"])
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+    let id = env.record()["id"].as_str().unwrap().to_string();
+    assert_code(&env.lease().args(["release", &id]).output().unwrap(), 0);
+    let wt = PathBuf::from(env.record()["worktree"]["path"].as_str().unwrap());
+    // From the repository: `../state/worktrees/<repo dir>/<id>`.
+    let rel = Path::new("..").join(wt.strip_prefix(&env.root).unwrap());
+    let o = env
+        .lease()
+        .current_dir(&repo)
+        .arg("retire")
+        .arg(&rel)
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+    assert_eq!(env.record()["state"], "removed");
+    // A `..` after a name could hide a symlink: still refused, nothing done.
+    let o = env
+        .lease()
+        .current_dir(&repo)
+        .args(["retire", "x/../y"])
+        .output()
+        .unwrap();
+    assert_code(&o, 2);
+}
+
+#[test]
+fn launcher_alive_names_the_launcher_pid() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let ready = env.file("ready");
+    let script = holder_script(&ready);
+    let bg = env.spawn_lease(&[
+        "exec",
+        "--repo",
+        repo.to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]);
+    read_pid(&ready);
+    let id = env.record()["id"].as_str().unwrap().to_string();
+    let before = Snapshot::take(&env, &repo, &id);
+    let o = env
+        .lease()
+        .args(["retire", "--json", &id])
+        .output()
+        .unwrap();
+    assert_code(&o, 1);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let t = &v["targets"][0];
+    assert_eq!(t["reasons"], serde_json::json!(["launcher-alive"]), "{t}");
+    let pid = format!("pid {}", bg.pid());
+    assert!(
+        t["detail"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|d| d.as_str().unwrap().contains(&pid)),
+        "{t}"
+    );
+    before.assert_held_unchanged(&env, &repo, "launcher-alive");
+}
