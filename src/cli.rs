@@ -1027,7 +1027,29 @@ fn show(id: &str, json: bool) -> Result<u8> {
     out!("repo:      {}", r.repo);
     out!("branch:    {}", r.branch.as_deref().unwrap_or("(detached)"));
     out!("owner:     {}:{}", r.owner.kind, r.owner.name);
-    out!("holders:   {}", v["holders"]);
+    let pids: Vec<String> = v["holders"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(ToString::to_string)
+        .collect();
+    if pids.is_empty() {
+        out!("holders:   none (the lease is free)");
+    } else {
+        out!("holders:   pid {} (hold the lease)", pids.join(", "));
+    }
+    if let Some(s) = r.sessions.last() {
+        let alive = s.launcher_alive();
+        out!(
+            "launcher:  pid {} ({})",
+            s.pid,
+            match (alive, s.ended_at.as_deref()) {
+                (true, _) => "running".to_string(),
+                (false, Some(at)) => format!("ended at {at}"),
+                (false, None) => "gone without recording an end".to_string(),
+            }
+        );
+    }
     if let Some(o) = &r.outcome {
         match (o.code, o.signal) {
             (Some(c), _) => out!("outcome:   exit {c} at {}", o.at),

@@ -44,6 +44,16 @@ fn list_and_show_report_records_and_holders() {
         holders.contains(&u64::from(child)),
         "command holds: {holders:?}"
     );
+    // The text form names the launcher, so a hint to signal it can be followed.
+    let id = rec["id"].as_str().unwrap();
+    let o = env.lease().args(["show", id]).output().unwrap();
+    assert_code(&o, 0);
+    let text = stdout(&o);
+    assert!(
+        text.contains(&format!("launcher:  pid {} (running)", bg.pid())),
+        "{text}"
+    );
+    assert!(text.contains(&format!("{child}")), "{text}");
     for key in [
         "id",
         "state",
