@@ -711,6 +711,66 @@ mod tests {
     }
 
     #[test]
+    fn the_stricter_value_wins_in_either_order_and_a_tie_keeps_the_first_source() {
+        let bytes = |v: &str| Layer {
+            min_free: Some(v.into()),
+            ..Layer::default()
+        };
+        let grace = |v: &str| Layer {
+            orphan_grace: Some(v.into()),
+            ..Layer::default()
+        };
+        let strict = Layer {
+            process_audit: Some(Audit::Strict),
+            ..Layer::default()
+        };
+        for (a, b) in [("1G", "10G"), ("10G", "1G")] {
+            let p = resolve(&[file("/a", bytes(a)), file("/b", bytes(b))]).unwrap();
+            let w = p.min_free.bytes.unwrap();
+            assert_eq!(w.value, 10 << 30, "{a} then {b}");
+            let from = if a == "10G" { "/a" } else { "/b" };
+            assert_eq!(w.source, Source::File(from.into()));
+        }
+        for (a, b) in [("1h", "30d"), ("30d", "1h")] {
+            let p = resolve(&[file("/a", grace(a)), file("/b", grace(b))]).unwrap();
+            assert_eq!(p.orphan_grace.value, 30 * 86400, "{a} then {b}");
+        }
+        // Ties: the first layer that set the value stays its source.
+        let p = resolve(&[file("/a", bytes("5G")), file("/b", bytes("5G"))]).unwrap();
+        assert_eq!(p.min_free.bytes.unwrap().source, Source::File("/a".into()));
+        let p = resolve(&[file("/a", bytes("5%")), file("/b", bytes("5%"))]).unwrap();
+        assert_eq!(
+            p.min_free.percent.unwrap().source,
+            Source::File("/a".into())
+        );
+        let p = resolve(&[file("/a", grace("2d")), file("/b", grace("2d"))]).unwrap();
+        assert_eq!(p.orphan_grace.source, Source::File("/a".into()));
+        let p = resolve(&[file("/a", strict.clone()), file("/b", strict)]).unwrap();
+        assert_eq!(p.process_audit.source, Source::File("/a".into()));
+    }
+
+    #[test]
+    fn files_and_rebuildable_sources_are_reported_as_read() {
+        let p = resolve(&[
+            file("/etc.toml", Layer::default()),
+            (LayerFrom::Env, Layer::default()),
+            file("/user.toml", Layer::default()),
+        ])
+        .unwrap();
+        assert_eq!(p.files, ["/etc.toml", "/user.toml"]);
+        assert_eq!(p.rebuildable.source, Source::Default);
+        let p = resolve(&[file(
+            "/a",
+            Layer {
+                rebuildable: Some(vec!["target".into()]),
+                ..Layer::default()
+            },
+        )])
+        .unwrap();
+        assert_eq!(p.rebuildable.source, Source::File("/a".into()));
+    }
+
+    #[test]
     fn rebuildable_is_the_intersection_of_the_layers_that_set_it() {
         let r = |v: &[&str]| Layer {
             rebuildable: Some(v.iter().map(|s| (*s).to_string()).collect()),
