@@ -7,36 +7,6 @@ use std::path::{Path, PathBuf};
 
 use crate::support::*;
 
-/// `lease exec --branch BRANCH` whose command commits once; the after-exit
-/// retire archives the commit into a bundle and removes the worktree.
-/// Returns the record id and the archived tip.
-fn archived(env: &TestEnv, repo: &Path, branch: &str) -> (String, String) {
-    let o = env
-        .lease()
-        .current_dir(repo)
-        .args([
-            "exec",
-            "--branch",
-            branch,
-            "--",
-            "sh",
-            "-c",
-            "echo w > work.txt && git add work.txt && git commit -qm private-work",
-        ])
-        .output()
-        .unwrap();
-    assert_code(&o, 0);
-    let rec = env
-        .records()
-        .into_iter()
-        .find(|r| r["branch"] == branch && r["archive"].is_object())
-        .unwrap_or_else(|| panic!("no archived record: {}", stderr(&o)));
-    (
-        rec["id"].as_str().unwrap().to_string(),
-        rec["archive"]["tip"].as_str().unwrap().to_string(),
-    )
-}
-
 /// `lease exec --keep --branch BRANCH -- sh -c SCRIPT`, then `lease release`:
 /// a terminal record whose worktree is still there. Returns (id, worktree).
 fn kept(env: &TestEnv, repo: &Path, branch: &str, script: &str) -> (String, PathBuf) {

@@ -567,3 +567,34 @@ pub(crate) fn lost_commits(
     }
     before.difference(&kept).cloned().collect()
 }
+
+/// Runs `lease exec --branch BRANCH` with a script that commits in the new
+/// worktree; the after-exit retire archives the commit and removes it.
+/// Returns the record id and the archived tip.
+pub(crate) fn archived(env: &TestEnv, repo: &Path, branch: &str) -> (String, String) {
+    let o = env
+        .lease()
+        .current_dir(repo)
+        .args([
+            "exec",
+            "--branch",
+            branch,
+            "--",
+            "sh",
+            "-c",
+            "echo w > work.txt && git add work.txt && git commit -qm private-work",
+        ])
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+    let rec = env
+        .records()
+        .into_iter()
+        .find(|r| r["branch"] == branch && r["archive"].is_object())
+        .unwrap_or_else(|| panic!("no archived record: {}", stderr(&o)));
+    assert_eq!(rec["state"], "removed");
+    (
+        rec["id"].as_str().unwrap().to_string(),
+        rec["archive"]["tip"].as_str().unwrap().to_string(),
+    )
+}
