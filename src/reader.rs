@@ -387,6 +387,7 @@ fn trim(b: &[u8]) -> &[u8] {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::print_stderr)]
 mod tests {
     use super::*;
 
