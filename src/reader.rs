@@ -513,6 +513,54 @@ mod tests {
     }
 
     #[test]
+    fn a_worktree_head_libgit2_might_misread_leaves_the_listing_to_the_cli() {
+        let (_tmp, repo, _) = linked();
+        let common = fs::canonicalize(repo.join(".git")).unwrap();
+        let head = common.join("worktrees/wt/HEAD");
+        let list = || Reader::open(&common).and_then(|r| r.worktrees());
+        assert!(list().is_some());
+        fs::write(common.join("refs/heads/broken"), "not an oid\n").unwrap();
+        for text in [
+            "ref: FETCH_HEAD\n",                          // not under refs/
+            "ref: refs/heads/broken\n",                   // a ref libgit2 cannot read
+            "abcdef\n",                                   // hex, but not a whole object name
+            "zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz\n", // 40 characters, not hex
+        ] {
+            fs::write(&head, text).unwrap();
+            assert!(list().is_none(), "HEAD {text:?}");
+        }
+    }
+
+    #[test]
+    fn a_durable_ref_libgit2_might_misread_is_left_to_the_cli() {
+        let (_tmp, repo, _) = linked();
+        git(&repo, &["remote", "add", "origin", "/nonexistent"]);
+        let common = fs::canonicalize(repo.join(".git")).unwrap();
+        let durable = || Reader::open(&common).and_then(|r| r.durable_origin());
+        assert_eq!(durable(), Some(None), "origin, no tracking ref");
+        let refs = common.join("refs/remotes/origin");
+        fs::create_dir_all(&refs).unwrap();
+        // A tracking ref that cannot be read, directly or through HEAD.
+        fs::write(refs.join("HEAD"), "not an oid\n").unwrap();
+        assert_eq!(durable(), None, "unreadable origin/HEAD");
+        fs::write(refs.join("HEAD"), "ref: refs/remotes/origin/main\n").unwrap();
+        fs::write(refs.join("main"), "not an oid\n").unwrap();
+        assert_eq!(durable(), None, "origin/HEAD to an unreadable main");
+        fs::remove_file(refs.join("HEAD")).unwrap();
+        fs::remove_file(refs.join("main")).unwrap();
+        assert_eq!(durable(), Some(None));
+        // Remotes defined in legacy files, or a legacy path git cannot list.
+        fs::create_dir_all(common.join("remotes")).unwrap();
+        fs::write(common.join("remotes/origin"), "URL: /x\n").unwrap();
+        assert_eq!(durable(), None, "a remotes/ file");
+        fs::remove_dir_all(common.join("remotes")).unwrap();
+        let _ = fs::remove_dir_all(common.join("branches")); // git init's template makes it
+        assert_eq!(durable(), Some(None));
+        fs::write(common.join("branches"), "").unwrap();
+        assert_eq!(durable(), None, "branches is not a directory");
+    }
+
+    #[test]
     fn trims_like_strbuf() {
         assert_eq!(trim_end(b"/a/b\n\n"), b"/a/b");
         assert_eq!(trim_end(b" \n"), b"");
