@@ -543,10 +543,19 @@ mod tests {
         // A tracking ref that cannot be read, directly or through HEAD.
         fs::write(refs.join("HEAD"), "not an oid\n").unwrap();
         assert_eq!(durable(), None, "unreadable origin/HEAD");
-        fs::write(refs.join("HEAD"), "ref: refs/remotes/origin/main\n").unwrap();
-        fs::write(refs.join("main"), "not an oid\n").unwrap();
-        assert_eq!(durable(), None, "origin/HEAD to an unreadable main");
+        // HEAD names an unreadable ref while `main` is fine: still the CLI's
+        // call, never a silent step past HEAD to `main`.
+        fs::write(refs.join("HEAD"), "ref: refs/remotes/origin/bad\n").unwrap();
+        fs::write(refs.join("bad"), "not an oid\n").unwrap();
+        let tip = fs::read_to_string(common.join("refs/heads/wt")).unwrap();
+        fs::write(refs.join("main"), &tip).unwrap();
+        assert_eq!(durable(), None, "origin/HEAD to an unreadable ref");
         fs::remove_file(refs.join("HEAD")).unwrap();
+        fs::remove_file(refs.join("bad")).unwrap();
+        assert_eq!(
+            durable(),
+            Some(Some(("refs/remotes/origin/main".into(), tip.trim().into())))
+        );
         fs::remove_file(refs.join("main")).unwrap();
         assert_eq!(durable(), Some(None));
         // Remotes defined in legacy files, or a legacy path git cannot list.
