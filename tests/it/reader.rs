@@ -373,3 +373,166 @@ fn reader_and_cli_agree_on_durable_refs_and_reachability() {
         );
     }
 }
+
+// Fallback conditions of the reader (found by scripts/mutants): where libgit2
+// might misread, the reader must answer None and leave the call to the CLI.
+
+/// Runs git (the test machine's, with no user or system config) in `dir`.
+fn run_git(dir: &Path, args: &[&str]) {
+    let ok = std::process::Command::new("git")
+        .current_dir(dir)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+        .args(args)
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(ok, "git {args:?}");
+}
+
+/// A repository with one commit and a linked worktree `wt`; returns the
+/// temp dir, the repository and the worktree.
+fn linked_repo() -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = fs::canonicalize(tmp.path()).unwrap();
+    let repo = root.join("repo");
+    fs::create_dir(&repo).unwrap();
+    run_git(&repo, &["init", "-q"]);
+    run_git(&repo, &["commit", "-q", "--allow-empty", "-m", "c"]);
+    run_git(&repo, &["worktree", "add", "-q", "../wt"]);
+    (tmp, repo, root.join("wt"))
+}
+
+#[test]
+fn format_version_missing_is_fine_and_unreadable_is_not() {
+    let (tmp, repo, _) = linked_repo();
+    let common = repo.join(".git");
+    let cfg = common.join("config");
+    // Edited as a file: git itself refuses to run in a repository whose
+    // format version is not a number.
+    let set = |args: &[&str]| {
+        let mut a = vec!["config", "--file", cfg.to_str().unwrap()];
+        a.extend_from_slice(args);
+        run_git(tmp.path(), &a);
+    };
+    assert_eq!(unsupported(&common), None);
+    set(&["--unset", "core.repositoryformatversion"]);
+    assert_eq!(unsupported(&common), None, "missing means version 0");
+    set(&["core.repositoryformatversion", "abc"]);
+    assert!(
+        unsupported(&common).is_some(),
+        "not a number: the CLI decides"
+    );
+    set(&["core.repositoryformatversion", "2"]);
+    assert!(unsupported(&common).is_some());
+}
+
+#[test]
+fn a_linked_worktree_is_read_only_when_every_piece_is_ours() {
+    let (_tmp, repo, wt) = linked_repo();
+    let common = fs::canonicalize(repo.join(".git")).unwrap();
+    assert_eq!(common_of_linked(&wt), Some(common));
+    if !rustix::process::geteuid().is_root() {
+        // Giving a file to another user needs root: said, not passed.
+        eprintln!("SKIPPED: ownership cases need root");
+        return;
+    }
+    let admin = fs::canonicalize(repo.join(".git/worktrees/wt")).unwrap();
+    let nobody = Some(65534);
+    for foreign in [wt.clone(), wt.join(".git"), admin] {
+        if let Err(e) = std::os::unix::fs::lchown(&foreign, nobody, None) {
+            // A user namespace that maps only uid 0 (scripts/mutants).
+            eprintln!("SKIPPED: cannot give a file to uid 65534: {e}");
+            return;
+        }
+        assert_eq!(
+            common_of_linked(&wt),
+            None,
+            "{} is not ours",
+            foreign.display()
+        );
+        std::os::unix::fs::lchown(&foreign, Some(0), None).unwrap();
+    }
+}
+
+#[test]
+fn unreadable_admin_files_leave_the_listing_to_the_cli() {
+    let (_tmp, repo, _) = linked_repo();
+    let common = fs::canonicalize(repo.join(".git")).unwrap();
+    let list = || Reader::open(&common).and_then(|r| r.worktrees());
+    assert_eq!(list().map(|v| v.len()), Some(2));
+    // `locked` that cannot be read (a directory): not "unlocked".
+    let locked = common.join("worktrees/wt/locked");
+    fs::create_dir(&locked).unwrap();
+    assert!(list().is_none(), "an unreadable lock is not an absent one");
+    fs::remove_dir(&locked).unwrap();
+    // `worktrees` that cannot be listed (a file): not "no worktrees".
+    let admin = common.join("worktrees");
+    let away = common.join("worktrees.away");
+    fs::rename(&admin, &away).unwrap();
+    fs::write(&admin, "").unwrap();
+    assert!(
+        list().is_none(),
+        "an unlistable admin dir is not an empty one"
+    );
+    fs::remove_file(&admin).unwrap();
+    fs::rename(&away, &admin).unwrap();
+    assert_eq!(list().map(|v| v.len()), Some(2));
+}
+
+#[test]
+fn a_worktree_head_libgit2_might_misread_leaves_the_listing_to_the_cli() {
+    let (_tmp, repo, _) = linked_repo();
+    let common = fs::canonicalize(repo.join(".git")).unwrap();
+    let head = common.join("worktrees/wt/HEAD");
+    let list = || Reader::open(&common).and_then(|r| r.worktrees());
+    assert!(list().is_some());
+    fs::write(common.join("refs/heads/broken"), "not an oid\n").unwrap();
+    for text in [
+        "ref: FETCH_HEAD\n",                          // not under refs/
+        "ref: refs/heads/broken\n",                   // a ref libgit2 cannot read
+        "abcdef\n",                                   // hex, but not a whole object name
+        "zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz\n", // 40 characters, not hex
+    ] {
+        fs::write(&head, text).unwrap();
+        assert!(list().is_none(), "HEAD {text:?}");
+    }
+}
+
+#[test]
+fn a_durable_ref_libgit2_might_misread_is_left_to_the_cli() {
+    let (_tmp, repo, _) = linked_repo();
+    run_git(&repo, &["remote", "add", "origin", "/nonexistent"]);
+    let common = fs::canonicalize(repo.join(".git")).unwrap();
+    let durable = || Reader::open(&common).and_then(|r| r.durable_origin());
+    assert_eq!(durable(), Some(None), "origin, no tracking ref");
+    let refs = common.join("refs/remotes/origin");
+    fs::create_dir_all(&refs).unwrap();
+    // A tracking ref that cannot be read, directly or through HEAD.
+    fs::write(refs.join("HEAD"), "not an oid\n").unwrap();
+    assert_eq!(durable(), None, "unreadable origin/HEAD");
+    // HEAD names an unreadable ref while `main` is fine: still the CLI's
+    // call, never a silent step past HEAD to `main`.
+    fs::write(refs.join("HEAD"), "ref: refs/remotes/origin/bad\n").unwrap();
+    fs::write(refs.join("bad"), "not an oid\n").unwrap();
+    let tip = fs::read_to_string(common.join("refs/heads/wt")).unwrap();
+    fs::write(refs.join("main"), &tip).unwrap();
+    assert_eq!(durable(), None, "origin/HEAD to an unreadable ref");
+    fs::remove_file(refs.join("HEAD")).unwrap();
+    fs::remove_file(refs.join("bad")).unwrap();
+    assert_eq!(
+        durable(),
+        Some(Some(("refs/remotes/origin/main".into(), tip.trim().into())))
+    );
+    fs::remove_file(refs.join("main")).unwrap();
+    assert_eq!(durable(), Some(None));
+    // Remotes defined in legacy files, or a legacy path git cannot list.
+    fs::create_dir_all(common.join("remotes")).unwrap();
+    fs::write(common.join("remotes/origin"), "URL: /x\n").unwrap();
+    assert_eq!(durable(), None, "a remotes/ file");
+    fs::remove_dir_all(common.join("remotes")).unwrap();
+    let _ = fs::remove_dir_all(common.join("branches")); // git init's template makes it
+    assert_eq!(durable(), Some(None));
+    fs::write(common.join("branches"), "").unwrap();
+    assert_eq!(durable(), None, "branches is not a directory");
+}
