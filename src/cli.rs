@@ -458,11 +458,7 @@ pub fn run() -> ExitCode {
             apply,
             archive: _,
             json,
-        } => finish(reconcile::reap(
-            apply,
-            crate::policy::current().archive.value,
-            json,
-        )),
+        } => finish(reconcile::reap(apply, json)),
         Cmd::Adopt { path, owner, json } => finish(adopt(&path, owner.as_deref(), json)),
         Cmd::Repair {
             path,

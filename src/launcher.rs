@@ -357,10 +357,7 @@ fn admit_or_reap(reg: &Registry, git: &Git, reap_if_low: bool, dirs: &[&Path]) -
         return Err(Error::Usage(why));
     }
     let reaped = match crate::reap::lock_reaper(reg.root(), true) {
-        Ok(_lock) => {
-            crate::reap::reap(reg.root(), git, true, crate::retire::ArchiveMode::default())
-                .map(|r| r.bytes_reclaimed)
-        }
+        Ok(_lock) => crate::reap::reap(reg.root(), git, true).map(|r| r.bytes_reclaimed),
         Err(e) => Err(e),
     };
     match (reaped, low_space(&bounds, dirs)) {

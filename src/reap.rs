@@ -274,18 +274,13 @@ pub fn lock_reaper(root: &StateRoot, create: bool) -> Result<ReaperLock> {
 }
 
 /// Runs one reap over the registry of `root`; with `apply` it acts, else it
-/// only reports. The caller holds the [`ReaperLock`].
-/// Retires archive in `archive` mode (`reap --archive`).
-pub fn reap(
-    root: &StateRoot,
-    git: &Git,
-    apply: bool,
-    archive: crate::retire::ArchiveMode,
-) -> Result<ReapReport> {
+/// only reports. The caller holds the [`ReaperLock`]. Retires archive where
+/// the policy says (config `archive`, joined with `reap --archive`).
+pub fn reap(root: &StateRoot, git: &Git, apply: bool) -> Result<ReapReport> {
     crate::fault::point("reap-locked");
     let reg = Registry::new(root.clone());
     let reaper = Reaper {
-        engine: Engine::new(reg.clone(), git.clone(), !apply).with_archive_mode(archive),
+        engine: Engine::new(reg.clone(), git.clone(), !apply),
         reg,
         git,
         apply,

@@ -144,12 +144,6 @@ impl Engine {
         }
     }
 
-    /// Sets where unique commits are archived (default: a bundle).
-    pub fn with_archive_mode(mut self, mode: ArchiveMode) -> Engine {
-        self.archive_mode = mode;
-        self
-    }
-
     /// Asks for the task branch to be deleted after a removal, only when its
     /// tip is proven (durable, or in the verified archive) and it is checked
     /// out nowhere.

@@ -99,7 +99,7 @@ fn render_hold(r: &crate::hold::HoldReport) -> Vec<String> {
     }
 }
 
-pub(super) fn reap(apply: bool, archive: crate::retire::ArchiveMode, json: bool) -> Result<u8> {
+pub(super) fn reap(apply: bool, json: bool) -> Result<u8> {
     use crate::reap::ReapReport;
     let git = Git::resolve()?;
     let root = if apply {
@@ -111,7 +111,7 @@ pub(super) fn reap(apply: bool, archive: crate::retire::ArchiveMode, json: bool)
         None => ReapReport::empty(true, &git),
         Some(root) => {
             let _reaper = crate::reap::lock_reaper(root, apply)?;
-            crate::reap::reap(root, &git, apply, archive)?
+            crate::reap::reap(root, &git, apply)?
         }
     };
     if json {

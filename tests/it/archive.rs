@@ -620,3 +620,33 @@ fn config_archive_remote_joins_a_bundle_flag_to_both() {
         vec![(format!("refs/lease/archive/{id}/head"), tip)]
     );
 }
+
+#[test]
+fn reap_archives_where_the_config_says() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let remote = env.root.join("remote.git");
+    let cfg = env.root.join("lease.toml");
+    fs::write(&cfg, "archive = \"remote\"\n").unwrap();
+    let (id, wt) = kept(
+        &env,
+        &repo,
+        "feat",
+        "echo w > work.txt && git add work.txt && git commit -qm private-work",
+    );
+    let tip = env.git(&wt, &["rev-parse", "HEAD"]);
+    let o = env
+        .lease()
+        .env("LEASE_CONFIG", &cfg)
+        .args(["reap", "--apply"])
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+    let rec = env.record_of(&id);
+    assert_eq!(rec["state"], "removed", "{}", stderr(&o));
+    assert_eq!(rec["archive"]["kind"], "remote");
+    assert_eq!(
+        remote_refs(&env, &remote, &format!("refs/lease/archive/{id}/head")),
+        vec![(format!("refs/lease/archive/{id}/head"), tip)]
+    );
+}
