@@ -24,7 +24,12 @@ impl StateRoot {
     /// `$XDG_STATE_HOME/lease`, else `~/.local/state/lease`. Relative values are
     /// a usage error (they would change meaning with the current directory).
     pub fn locate() -> Result<PathBuf> {
-        let nonempty = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
+        Self::locate_with(|k| std::env::var_os(k))
+    }
+
+    /// [`StateRoot::locate`] with the environment read through `var`.
+    fn locate_with(var: impl Fn(&str) -> Option<std::ffi::OsString>) -> Result<PathBuf> {
+        let nonempty = |k: &str| var(k).filter(|v| !v.is_empty());
         let path = if let Some(p) = nonempty("LEASE_HOME") {
             PathBuf::from(p)
         } else if let Some(p) = nonempty("XDG_STATE_HOME") {
@@ -88,7 +93,11 @@ impl StateRoot {
 
     /// Opens an existing state root for reading; `Ok(None)` if there is none yet.
     pub fn open_existing() -> Result<Option<StateRoot>> {
-        let path = Self::locate()?;
+        Self::open_existing_at(Self::locate()?)
+    }
+
+    /// [`StateRoot::open_existing`] at `path`.
+    fn open_existing_at(path: PathBuf) -> Result<Option<StateRoot>> {
         match fs::symlink_metadata(&path) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(e).at(&path),
@@ -247,7 +256,7 @@ pub fn check_private_dir(path: &Path, canonical: bool) -> Result<()> {
     if canonical {
         for a in path.ancestors().skip(1) {
             let m = fs::symlink_metadata(a).at(a)?;
-            if !is_safe_ancestor(m.uid(), m.mode()) {
+            if !is_safe_ancestor(m.uid(), m.mode(), crate::sys::euid()) {
                 return Err(unsafe_dir(format!(
                     "its ancestor `{}` (uid {}, mode {:o}) lets others rename it away",
                     a.display(),
@@ -261,10 +270,10 @@ pub fn check_private_dir(path: &Path, canonical: bool) -> Result<()> {
 }
 
 /// Returns true if an ancestor directory cannot be used by another user to
-/// move our directory away: owned by root or us, and not writable by group
+/// move our directory away: owned by root or us (`me`, the effective uid), and not writable by group
 /// or others unless sticky (`/tmp`'s 1777: only owners may rename there).
-fn is_safe_ancestor(uid: u32, mode: u32) -> bool {
-    let owner_ok = uid == 0 || uid == crate::sys::euid();
+fn is_safe_ancestor(uid: u32, mode: u32, me: u32) -> bool {
+    let owner_ok = uid == 0 || uid == me;
     let writable_by_others = mode & 0o022 != 0;
     let sticky = mode & 0o1000 != 0;
     owner_ok && (!writable_by_others || sticky)
@@ -449,10 +458,172 @@ mod tests {
 
     #[test]
     fn ancestors() {
-        assert!(is_safe_ancestor(0, 0o40755));
-        assert!(is_safe_ancestor(0, 0o41777), "sticky /tmp");
-        assert!(!is_safe_ancestor(0, 0o40777), "world-writable, not sticky");
-        assert!(!is_safe_ancestor(0, 0o40775), "group-writable");
-        assert!(!is_safe_ancestor(4242, 0o40755), "someone else's");
+        for me in [0, 1000] {
+            assert!(is_safe_ancestor(0, 0o40755, me));
+            assert!(is_safe_ancestor(0, 0o41777, me), "sticky /tmp");
+            assert!(
+                !is_safe_ancestor(0, 0o40777, me),
+                "world-writable, not sticky"
+            );
+            assert!(!is_safe_ancestor(0, 0o40775, me), "group-writable");
+            assert!(!is_safe_ancestor(4242, 0o40755, me), "someone else's");
+        }
+        assert!(is_safe_ancestor(1000, 0o40755, 1000), "our own");
+        assert!(!is_safe_ancestor(1000, 0o40755, 1001), "another user's");
+    }
+
+    #[test]
+    fn the_state_root_comes_from_lease_home_then_xdg_then_home() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |k: &str| {
+                pairs
+                    .iter()
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| std::ffi::OsString::from(v))
+            }
+        };
+        const ALL: [(&str, &str); 3] = [
+            ("LEASE_HOME", "/l"),
+            ("XDG_STATE_HOME", "/x"),
+            ("HOME", "/h"),
+        ];
+        assert_eq!(StateRoot::locate_with(env(&ALL)).unwrap(), Path::new("/l"));
+        assert_eq!(
+            StateRoot::locate_with(env(&[
+                ("LEASE_HOME", ""),
+                ("XDG_STATE_HOME", "/x"),
+                ("HOME", "/h")
+            ]))
+            .unwrap(),
+            Path::new("/x/lease"),
+            "an empty variable is unset"
+        );
+        assert_eq!(
+            StateRoot::locate_with(env(&[("XDG_STATE_HOME", ""), ("HOME", "/h")])).unwrap(),
+            Path::new("/h/.local/state/lease")
+        );
+        assert!(matches!(
+            StateRoot::locate_with(env(&[("HOME", "")])),
+            Err(Error::Usage(_))
+        ));
+        for relative in [
+            &[("LEASE_HOME", "l")][..],
+            &[("XDG_STATE_HOME", "x")],
+            &[("HOME", "h")],
+        ] {
+            let e = StateRoot::locate_with(env(relative)).unwrap_err();
+            assert!(
+                matches!(&e, Error::Usage(m) if m.contains("not an absolute path")),
+                "{e}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_existing_state_root_is_opened_checked_and_a_missing_one_is_none() {
+        let t = tempfile::tempdir().unwrap();
+        let base = fs::canonicalize(t.path()).unwrap();
+        assert!(
+            StateRoot::open_existing_at(base.join("none"))
+                .unwrap()
+                .is_none()
+        );
+        let root = base.join("state");
+        make_private_dir(&root).unwrap();
+        let opened = StateRoot::open_existing_at(root.clone()).unwrap().unwrap();
+        assert_eq!(opened.path(), root);
+        fs::set_permissions(&root, fs::Permissions::from_mode(0o755)).unwrap();
+        assert!(matches!(
+            StateRoot::open_existing_at(root.clone()),
+            Err(Error::UnsafeDir { .. })
+        ));
+        // Not "none": a state root lease cannot look at is an error.
+        fs::write(base.join("file"), "").unwrap();
+        assert!(StateRoot::open_existing_at(base.join("file/state")).is_err());
+    }
+
+    #[test]
+    fn the_state_root_layout() {
+        let r = StateRoot::at(PathBuf::from("/s"));
+        let got = [
+            r.records(),
+            r.leases(),
+            r.archives(),
+            r.scratch(),
+            r.locks(),
+            r.worktrees(),
+            r.audit_log(),
+        ];
+        let want = [
+            "records",
+            "leases",
+            "archives",
+            "scratch",
+            "locks",
+            "worktrees",
+            "audit.jsonl",
+        ];
+        for (g, w) in got.iter().zip(want) {
+            assert_eq!(g, &Path::new("/s").join(w));
+        }
+    }
+
+    #[test]
+    fn make_private_dir_creates_0700_and_leaves_an_existing_one_alone() {
+        let t = tempfile::tempdir().unwrap();
+        let d = t.path().join("d");
+        make_private_dir(&d).unwrap();
+        assert_eq!(fs::metadata(&d).unwrap().mode() & 0o7777, 0o700);
+        fs::set_permissions(&d, fs::Permissions::from_mode(0o750)).unwrap();
+        make_private_dir(&d).unwrap();
+        assert_eq!(
+            fs::metadata(&d).unwrap().mode() & 0o7777,
+            0o750,
+            "checked elsewhere, not changed"
+        );
+        assert!(make_private_dir(&t.path().join("missing/d")).is_err());
+    }
+
+    #[test]
+    fn temp_roots_are_refused_unless_allowed() {
+        for temp in ["/tmp/lease-test/worktrees", "/var/tmp/lease-test/worktrees"] {
+            let e = check_not_temp(Path::new(temp), false).unwrap_err();
+            assert_eq!(
+                e.reason(),
+                Some(crate::plan::HoldReason::TempWorktreeRoot),
+                "{temp}"
+            );
+            assert!(check_not_temp(Path::new(temp), true).is_ok());
+        }
+        assert!(check_not_temp(Path::new("/srv/lease-test/worktrees"), false).is_ok());
+    }
+
+    #[test]
+    fn a_local_state_root_passes_the_network_filesystem_check() {
+        let t = tempfile::tempdir().unwrap();
+        check_local_fs(t.path()).unwrap();
+        assert!(check_local_fs(&t.path().join("missing")).is_err());
+    }
+
+    #[test]
+    fn remove_scratch_removes_only_a_private_directory_in_scratch() {
+        let t = tempfile::tempdir().unwrap();
+        let base = fs::canonicalize(t.path()).unwrap();
+        let root = StateRoot::at(base.join("state"));
+        fs::create_dir_all(root.scratch()).unwrap();
+        let keep = base.join("keep");
+        make_private_dir(&keep).unwrap();
+        fs::write(keep.join("k"), "k").unwrap();
+        // Outside scratch/, and a symlink inside it to a directory elsewhere.
+        assert!(remove_scratch(&root, &keep).is_err());
+        std::os::unix::fs::symlink(&keep, root.scratch().join("link")).unwrap();
+        assert!(remove_scratch(&root, &root.scratch().join("link")).is_err());
+        assert!(remove_scratch(&root, &root.scratch().join("link/k")).is_err());
+        assert!(keep.join("k").exists());
+        let s = root.scratch().join("repo");
+        make_private_dir(&s).unwrap();
+        fs::write(s.join("f"), "f").unwrap();
+        remove_scratch(&root, &s).unwrap();
+        assert!(!s.exists());
     }
 }

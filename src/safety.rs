@@ -92,7 +92,7 @@ pub fn open_beneath(root: &Path, root_id: (u64, u64), name: &OsStr) -> Result<Ow
             "not a canonical path (a symlink or `..` on the way)".into(),
         ));
     }
-    let dir_flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let dir_flags = dir_flags();
     let rootfd =
         rustix::fs::open(root, dir_flags, Mode::empty()).map_err(|e| root_hold(e.to_string()))?;
     let st = rustix::fs::fstat(&rootfd).map_err(|e| root_hold(e.to_string()))?;
@@ -116,20 +116,94 @@ pub fn open_beneath(root: &Path, root_id: (u64, u64), name: &OsStr) -> Result<Ow
             HoldReason::PathIdentity,
             "a symlink or not a directory".into(),
         )),
+        #[allow(clippy::unnecessary_cast)]
         Err(rustix::io::Errno::NOSYS) => {
-            let fd = rustix::fs::openat(&rootfd, name, dir_flags, Mode::empty())
-                .map_err(|e| path_hold(HoldReason::PathIdentity, e.to_string()))?;
-            let sub = rustix::fs::fstat(&fd)
-                .map_err(|e| path_hold(HoldReason::PathIdentity, e.to_string()))?;
-            if sub.st_dev != st.st_dev {
-                return Err(path_hold(
-                    HoldReason::MountInside,
-                    "on another device".into(),
-                ));
-            }
-            Ok(fd)
+            open_below_without_openat2(&rootfd, st.st_dev as u64, name)
+                .map_err(|(r, w)| path_hold(r, w))
         }
         Err(e) => Err(path_hold(HoldReason::PathIdentity, e.to_string())),
+    }
+}
+
+/// [`open_beneath`]'s fallback where the kernel lacks `openat2` (before
+/// Linux 5.6): `name` must be one normal component, opened with `O_NOFOLLOW`
+/// relative to `rootfd`, on the device `root_dev` (a mount point inside is
+/// on another device; a bind mount from the same filesystem is caught later
+/// by [`inventory`]'s mount ids). Errors are a reason and what was seen.
+fn open_below_without_openat2(
+    rootfd: &OwnedFd,
+    root_dev: u64,
+    name: &OsStr,
+) -> Result<OwnedFd, (HoldReason, String)> {
+    let normal =
+        !name.is_empty() && name != "." && name != ".." && !name.as_bytes().contains(&b'/');
+    if !normal {
+        return Err((
+            HoldReason::PathIdentity,
+            "not one normal path component".into(),
+        ));
+    }
+    let dir_flags = dir_flags();
+    let fd = rustix::fs::openat(rootfd, name, dir_flags, Mode::empty())
+        .map_err(|e| (HoldReason::PathIdentity, e.to_string()))?;
+    let sub = rustix::fs::fstat(&fd).map_err(|e| (HoldReason::PathIdentity, e.to_string()))?;
+    #[allow(clippy::unnecessary_cast)]
+    if sub.st_dev as u64 != root_dev {
+        return Err((HoldReason::MountInside, "on another device".into()));
+    }
+    Ok(fd)
+}
+
+/// The flags of every directory lease opens: read-only, a directory only,
+/// never through a symlink, and not inherited by the git lease runs.
+fn dir_flags() -> OFlags {
+    OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC
+}
+
+/// The `statx` fields lease's walks read. Linux fills the basic fields and
+/// (since 5.8) the mount id whatever the mask asks (statx(2): the kernel
+/// "may return fields that weren't requested"; `fs/stat.c` sets
+/// `STATX_MNT_ID` unconditionally), so the mask records what is read; which
+/// fields came back is read from `stx_mask` (see [`MountOf::of`]).
+const WALK_FIELDS: StatxFlags = StatxFlags::TYPE
+    .union(StatxFlags::MODE)
+    .union(StatxFlags::SIZE)
+    .union(StatxFlags::INO)
+    .union(StatxFlags::MNT_ID);
+
+/// `statx` of `name` relative to `dir` (`""` with `AtFlags::EMPTY_PATH` for
+/// `dir` itself), never following a symlink.
+fn lstatx<P: rustix::path::Arg>(
+    dir: &OwnedFd,
+    name: P,
+    at: AtFlags,
+) -> rustix::io::Result<rustix::fs::Statx> {
+    rustix::fs::statx(dir, name, at | AtFlags::SYMLINK_NOFOLLOW, WALK_FIELDS)
+}
+
+/// Where a `statx` result lives: its mount id when the kernel reported one
+/// (`STATX_MNT_ID`, Linux 5.8), and its device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct MountOf {
+    mnt_id: Option<u64>,
+    dev: (u32, u32),
+}
+
+impl MountOf {
+    fn of(st: &rustix::fs::Statx) -> MountOf {
+        MountOf {
+            mnt_id: (st.stx_mask & StatxFlags::MNT_ID.bits() != 0).then_some(st.stx_mnt_id),
+            dev: (st.stx_dev_major, st.stx_dev_minor),
+        }
+    }
+
+    /// Same mount: by mount id when both have one (a bind mount from the
+    /// same filesystem keeps the device but not the mount id), else by device.
+    fn same_as(self, other: MountOf) -> bool {
+        match (self.mnt_id, other.mnt_id) {
+            (Some(a), Some(b)) => a == b,
+            _ => self.dev == other.dev,
+        }
     }
 }
 
@@ -142,29 +216,14 @@ pub fn open_beneath(root: &Path, root_id: (u64, u64), name: &OsStr) -> Result<Ow
 /// nested repository and is not entered.
 pub fn inventory(top: &OwnedFd) -> Inventory {
     let mut inv = Inventory::default();
-    let probe = StatxFlags::TYPE
-        | StatxFlags::MODE
-        | StatxFlags::SIZE
-        | StatxFlags::INO
-        | StatxFlags::MNT_ID;
-    let Ok(top_st) = rustix::fs::statx(
-        top,
-        "",
-        AtFlags::EMPTY_PATH | AtFlags::SYMLINK_NOFOLLOW,
-        probe,
-    ) else {
+    let Ok(top_st) = lstatx(top, OsStr::new(""), AtFlags::EMPTY_PATH) else {
         inv.unreadable.push(b".".to_vec());
         return inv;
     };
-    let same_mount = |st: &rustix::fs::Statx| {
-        if st.stx_mask & top_st.stx_mask & StatxFlags::MNT_ID.bits() != 0 {
-            st.stx_mnt_id == top_st.stx_mnt_id
-        } else {
-            (st.stx_dev_major, st.stx_dev_minor) == (top_st.stx_dev_major, top_st.stx_dev_minor)
-        }
-    };
+    let top_mount = MountOf::of(&top_st);
+    let same_mount = |st: &rustix::fs::Statx| MountOf::of(st).same_as(top_mount);
     let root_user = crate::sys::euid() == 0;
-    let dir_flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let dir_flags = dir_flags();
     let mut stack: Vec<(OwnedFd, Vec<u8>)> = match top.try_clone() {
         Ok(fd) => vec![(fd, Vec::new())],
         Err(_) => {
@@ -219,9 +278,7 @@ pub fn inventory(top: &OwnedFd) -> Inventory {
                 continue;
             }
             let path = join(&rel, name);
-            let Ok(st) =
-                rustix::fs::statx(&fd, entry.file_name(), AtFlags::SYMLINK_NOFOLLOW, probe)
-            else {
+            let Ok(st) = lstatx(&fd, entry.file_name(), AtFlags::empty()) else {
                 inv.unreadable.push(path);
                 continue;
             };
@@ -279,7 +336,7 @@ pub fn remove_beneath(top: &OwnedFd, rel: &[u8]) -> Result<(), Hold> {
     if name.is_empty() || name == b"." || name == b".." {
         return Err(fail("not a normal path".into()));
     }
-    let dir_flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let dir_flags = dir_flags();
     let parent = if parent_rel.is_empty() {
         top.try_clone().map_err(|e| fail(e.to_string()))?
     } else {
@@ -293,36 +350,22 @@ pub fn remove_beneath(top: &OwnedFd, rel: &[u8]) -> Result<(), Hold> {
         )
         .map_err(|e| fail(e.to_string()))?
     };
-    let mnt = |fd: &OwnedFd, name: &OsStr, flags: AtFlags| {
-        rustix::fs::statx(
-            fd,
-            name,
-            flags | AtFlags::SYMLINK_NOFOLLOW,
-            StatxFlags::TYPE | StatxFlags::MNT_ID,
-        )
-    };
-    let top_mnt = mnt(top, OsStr::new(""), AtFlags::EMPTY_PATH)
-        .map_err(|e| fail(e.to_string()))?
-        .stx_mnt_id;
-    remove_entry(&parent, OsStr::from_bytes(name), top_mnt).map_err(fail)
+    let top_mount = lstatx(top, OsStr::new(""), AtFlags::EMPTY_PATH)
+        .map(|st| MountOf::of(&st))
+        .map_err(|e| fail(e.to_string()))?;
+    remove_entry(&parent, OsStr::from_bytes(name), top_mount).map_err(fail)
 }
 
-fn remove_entry(dir: &OwnedFd, name: &OsStr, top_mnt: u64) -> Result<(), String> {
-    let st = rustix::fs::statx(
-        dir,
-        name,
-        AtFlags::SYMLINK_NOFOLLOW,
-        StatxFlags::TYPE | StatxFlags::MNT_ID,
-    )
-    .map_err(|e| e.to_string())?;
-    if st.stx_mnt_id != top_mnt {
+fn remove_entry(dir: &OwnedFd, name: &OsStr, top_mount: MountOf) -> Result<(), String> {
+    let st = lstatx(dir, name, AtFlags::empty()).map_err(|e| e.to_string())?;
+    if !MountOf::of(&st).same_as(top_mount) {
         return Err(format!("`{}` is on another mount", name.to_string_lossy()));
     }
     if u32::from(st.stx_mode) & libc::S_IFMT != libc::S_IFDIR {
         return rustix::fs::unlinkat(dir, name, AtFlags::empty()).map_err(|e| e.to_string());
     }
-    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-    let sub = rustix::fs::openat(dir, name, flags, Mode::empty()).map_err(|e| e.to_string())?;
+    let sub =
+        rustix::fs::openat(dir, name, dir_flags(), Mode::empty()).map_err(|e| e.to_string())?;
     let names: Vec<std::ffi::CString> = rustix::fs::Dir::read_from(&sub)
         .map_err(|e| e.to_string())?
         .filter_map(|e| e.ok())
@@ -330,7 +373,7 @@ fn remove_entry(dir: &OwnedFd, name: &OsStr, top_mnt: u64) -> Result<(), String>
         .filter(|n| n.as_bytes() != b"." && n.as_bytes() != b"..")
         .collect();
     for n in names {
-        remove_entry(&sub, OsStr::from_bytes(n.as_bytes()), top_mnt)?;
+        remove_entry(&sub, OsStr::from_bytes(n.as_bytes()), top_mount)?;
     }
     rustix::fs::unlinkat(dir, name, AtFlags::REMOVEDIR).map_err(|e| e.to_string())
 }
@@ -347,6 +390,7 @@ pub fn traversable_by_others(path: &Path) -> bool {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::PermissionsExt;
 
     #[test]
     fn canonical_refuses_symlinks_and_dots() {
@@ -418,6 +462,242 @@ mod tests {
                 .reason,
             HoldReason::RootIdentity
         );
+    }
+
+    #[test]
+    fn birth_is_the_creation_time_when_the_filesystem_records_one() {
+        use std::time::{Duration, SystemTime, UNIX_EPOCH};
+        let ns = |t: SystemTime| t.duration_since(UNIX_EPOCH).unwrap().as_nanos() as u64;
+        let t = tempfile::tempdir().unwrap();
+        let f = t.path().join("f");
+        // The kernel stamps with its coarse clock, up to a tick behind.
+        let before = ns(SystemTime::now() - Duration::from_secs(1));
+        fs::write(&f, "x").unwrap();
+        let after = ns(SystemTime::now() + Duration::from_secs(1));
+        assert_eq!(birth(&None), None);
+        let meta = fs::symlink_metadata(&f).ok();
+        if meta.as_ref().unwrap().created().is_err() {
+            // No STATX_BTIME here: unknown, never a made-up time.
+            assert_eq!(birth(&meta), None);
+            return;
+        }
+        let b = birth(&meta).unwrap();
+        assert!(before <= b && b <= after, "{before} <= {b} <= {after}");
+    }
+
+    #[test]
+    fn stat_follows_a_symlink_and_lstat_and_fstat_see_what_they_are_given() {
+        let t = tempfile::tempdir().unwrap();
+        let base = fs::canonicalize(t.path()).unwrap();
+        fs::create_dir(base.join("d")).unwrap();
+        std::os::unix::fs::symlink(base.join("d"), base.join("l")).unwrap();
+        let d = lstat(&base.join("d")).unwrap();
+        assert!(d.is_dir());
+        assert_eq!(stat(&base.join("l")), Some(d));
+        assert_ne!(lstat(&base.join("l")), Some(d));
+        assert_eq!(stat(&base.join("missing")), None);
+        let fd = rustix::fs::open(
+            base.join("d"),
+            OFlags::RDONLY | OFlags::DIRECTORY,
+            Mode::empty(),
+        )
+        .unwrap();
+        assert_eq!(fstat_fd(&fd), Some(d));
+        assert_eq!(fstat(&fs::File::open(base.join("d")).unwrap()), Some(d));
+    }
+
+    #[test]
+    fn cwd_inside_compares_the_physical_current_directory() {
+        // Tests share one current directory (the crate's), never a temp dir.
+        let t = tempfile::tempdir().unwrap();
+        assert!(cwd_inside(Path::new("/")));
+        assert!(cwd_inside(&fs::canonicalize(".").unwrap()));
+        assert!(!cwd_inside(&fs::canonicalize(t.path()).unwrap()));
+    }
+
+    #[test]
+    fn open_beneath_opens_only_a_directory_directly_below_the_root() {
+        let t = tempfile::tempdir().unwrap();
+        let base = fs::canonicalize(t.path()).unwrap();
+        let root = base.join("root");
+        fs::create_dir_all(root.join("wt")).unwrap();
+        fs::create_dir_all(root.join("real/wt")).unwrap();
+        fs::write(root.join("file"), "not a worktree").unwrap();
+        // A relative symlink that stays inside the root is still a symlink.
+        std::os::unix::fs::symlink("real", root.join("sub")).unwrap();
+        let m = fs::metadata(&root).unwrap();
+        let id = (m.dev(), m.ino());
+        let fd = open_beneath(&root, id, OsStr::new("wt")).unwrap();
+        assert_eq!(fstat_fd(&fd), lstat(&root.join("wt")));
+        assert!(
+            rustix::io::fcntl_getfd(&fd)
+                .unwrap()
+                .contains(rustix::io::FdFlags::CLOEXEC),
+            "a child git must not inherit the worktree descriptor"
+        );
+        for name in ["file", "sub/wt", "../root/wt"] {
+            assert!(
+                open_beneath(&root, id, OsStr::new(name)).is_err(),
+                "{name} opened"
+            );
+        }
+        assert_eq!(
+            open_beneath(&root, id, OsStr::new("file"))
+                .unwrap_err()
+                .reason,
+            HoldReason::PathIdentity
+        );
+        // A root that is a regular file with the recorded identity.
+        let plain = base.join("plain");
+        fs::write(&plain, "x").unwrap();
+        let p = fs::metadata(&plain).unwrap();
+        assert_eq!(
+            open_beneath(&plain, (p.dev(), p.ino()), OsStr::new("wt"))
+                .unwrap_err()
+                .reason,
+            HoldReason::RootIdentity
+        );
+    }
+
+    #[test]
+    fn without_openat2_one_normal_component_on_the_root_device_opens() {
+        let t = tempfile::tempdir().unwrap();
+        let root = fs::canonicalize(t.path()).unwrap();
+        fs::create_dir_all(root.join("wt")).unwrap();
+        fs::create_dir_all(root.join("real/wt")).unwrap();
+        fs::write(root.join("file"), "x").unwrap();
+        std::os::unix::fs::symlink("wt", root.join("link")).unwrap();
+        std::os::unix::fs::symlink("real", root.join("sub")).unwrap();
+        let rootfd =
+            rustix::fs::open(&root, OFlags::RDONLY | OFlags::DIRECTORY, Mode::empty()).unwrap();
+        let dev = fs::metadata(&root).unwrap().dev();
+        let fd = open_below_without_openat2(&rootfd, dev, OsStr::new("wt")).unwrap();
+        assert_eq!(fstat_fd(&fd), lstat(&root.join("wt")));
+        for name in ["link", "file", "sub/wt", "../wt", "..", ".", ""] {
+            let e = open_below_without_openat2(&rootfd, dev, OsStr::new(name)).unwrap_err();
+            assert_eq!(e.0, HoldReason::PathIdentity, "{name}: {}", e.1);
+        }
+        // A worktree on another device than its root is a mount point.
+        let e = open_below_without_openat2(&rootfd, dev + 1, OsStr::new("wt")).unwrap_err();
+        assert_eq!(e.0, HoldReason::MountInside);
+    }
+
+    #[test]
+    fn same_mount_compares_mount_ids_when_both_have_one_else_devices() {
+        let m = |mnt_id, dev| MountOf { mnt_id, dev };
+        // A bind mount from the same filesystem: same device, new mount id.
+        assert!(!m(Some(7), (8, 1)).same_as(m(Some(9), (8, 1))));
+        assert!(m(Some(7), (8, 1)).same_as(m(Some(7), (8, 1))));
+        // Without mount ids, only the device can tell.
+        assert!(m(None, (8, 1)).same_as(m(Some(9), (8, 1))));
+        assert!(!m(Some(7), (8, 1)).same_as(m(None, (8, 2))));
+        assert!(!m(None, (8, 1)).same_as(m(None, (0, 1))));
+        assert!(!m(None, (8, 1)).same_as(m(None, (8, 0))));
+        let t = tempfile::tempdir().unwrap();
+        fs::create_dir(t.path().join("d")).unwrap();
+        let st = |p: &Path| {
+            rustix::fs::statx(
+                rustix::fs::CWD,
+                p,
+                AtFlags::SYMLINK_NOFOLLOW,
+                StatxFlags::MNT_ID,
+            )
+            .unwrap()
+        };
+        let (top, sub) = (st(t.path()), st(&t.path().join("d")));
+        assert_eq!(
+            MountOf::of(&top).dev,
+            (top.stx_dev_major, top.stx_dev_minor)
+        );
+        if top.stx_mask & StatxFlags::MNT_ID.bits() != 0 {
+            assert_eq!(MountOf::of(&top).mnt_id, Some(top.stx_mnt_id));
+        }
+        assert!(MountOf::of(&sub).same_as(MountOf::of(&top)));
+    }
+
+    #[test]
+    fn traversable_by_others_needs_search_permission_on_every_ancestor() {
+        let t = tempfile::tempdir().unwrap();
+        let base = fs::canonicalize(t.path()).unwrap();
+        let open = base.join("open");
+        let closed = base.join("closed");
+        for (d, mode) in [(&open, 0o755), (&closed, 0o700)] {
+            fs::create_dir_all(d.join("wt")).unwrap();
+            fs::set_permissions(d, fs::Permissions::from_mode(mode)).unwrap();
+        }
+        fs::set_permissions(&base, fs::Permissions::from_mode(0o711)).unwrap();
+        // Only the ancestors count, not the worktree itself.
+        fs::set_permissions(open.join("wt"), fs::Permissions::from_mode(0o700)).unwrap();
+        let all_searchable = base
+            .ancestors()
+            .all(|a| fs::metadata(a).is_ok_and(|m| m.mode() & 0o011 != 0));
+        assert_eq!(traversable_by_others(&open.join("wt")), all_searchable);
+        assert!(!traversable_by_others(&closed.join("wt")));
+        fs::set_permissions(&closed, fs::Permissions::from_mode(0o710)).unwrap();
+        assert_eq!(traversable_by_others(&closed.join("wt")), all_searchable);
+        assert!(all_searchable, "the test needs a temp dir others can reach");
+    }
+
+    #[test]
+    fn remove_beneath_deletes_one_normal_path_and_nothing_around_it() {
+        let t = tempfile::tempdir().unwrap();
+        let base = fs::canonicalize(t.path()).unwrap();
+        let top = base.join("top");
+        for d in ["a/b/c", "a/bb", "keep", "real/x"] {
+            fs::create_dir_all(top.join(d)).unwrap();
+        }
+        fs::write(top.join("a/b/c/f"), "f").unwrap();
+        fs::write(top.join("keep/k"), "k").unwrap();
+        fs::write(base.join("outside"), "o").unwrap();
+        std::os::unix::fs::symlink("real", top.join("sub")).unwrap();
+        let fd = rustix::fs::open(&top, OFlags::RDONLY | OFlags::DIRECTORY, Mode::empty()).unwrap();
+        remove_beneath(&fd, b"a/b").unwrap();
+        assert!(!top.join("a/b").exists());
+        assert!(top.join("a/bb").is_dir());
+        for rel in [
+            &b"keep/."[..],
+            b"keep/..",
+            b"..",
+            b".",
+            b"",
+            b"keep/",
+            b"sub/x",
+            b"../top/keep",
+        ] {
+            assert!(
+                remove_beneath(&fd, rel).is_err(),
+                "{} was accepted",
+                String::from_utf8_lossy(rel)
+            );
+            assert!(
+                top.join("keep/k").exists(),
+                "{}",
+                String::from_utf8_lossy(rel)
+            );
+            assert!(
+                top.join("real/x").is_dir(),
+                "{}",
+                String::from_utf8_lossy(rel)
+            );
+            assert!(
+                base.join("outside").exists(),
+                "{}",
+                String::from_utf8_lossy(rel)
+            );
+        }
+    }
+
+    #[test]
+    fn walk_counts_the_bytes_of_a_nested_git_file() {
+        let t = tempfile::tempdir().unwrap();
+        let top = fs::canonicalize(t.path()).unwrap();
+        fs::create_dir_all(top.join("vendor/sub")).unwrap();
+        fs::write(top.join("vendor/sub/.git"), "gitdir: ../../x").unwrap();
+        fs::write(top.join("vendor/sub/f"), "12").unwrap();
+        let fd = rustix::fs::open(&top, OFlags::RDONLY | OFlags::DIRECTORY, Mode::empty()).unwrap();
+        let inv = inventory(&fd);
+        assert_eq!(inv.nested, vec![b"vendor/sub".to_vec()]);
+        assert_eq!(inv.bytes, 15 + 2);
     }
 
     #[test]
