@@ -136,45 +136,9 @@ pub fn audit(wt: &Path, lease: Option<(u64, u64)>, strict: bool) -> ProcEvidence
         ev.unaudited = usize::MAX;
         return ev;
     };
-    let inside = |p: &Path| p.starts_with(wt);
     for (pid, base) in procs {
-        let mut how: Vec<String> = Vec::new();
-        let mut denied = false;
-        for link in ["cwd", "root"] {
-            match fs::read_link(base.join(link)) {
-                Ok(p) if inside(&p) => how.push(link.to_string()),
-                Ok(_) => {}
-                Err(e) if e.kind() == ErrorKind::PermissionDenied => denied = true,
-                Err(_) => {} // gone, or a zombie: it holds nothing
-            }
-        }
-        match fs::read_dir(base.join("fd")) {
-            Ok(fds) => {
-                for fd in fds.flatten() {
-                    let name = fd.file_name().to_string_lossy().into_owned();
-                    if fs::read_link(fd.path()).is_ok_and(|p| inside(&p)) {
-                        how.push(format!("fd {name}"));
-                    } else if let Some(l) = lease
-                        && fs::metadata(fd.path()).is_ok_and(|m| (m.dev(), m.ino()) == l)
-                    {
-                        how.push(format!("lease fd {name}"));
-                    }
-                }
-            }
-            Err(e) if e.kind() == ErrorKind::PermissionDenied => denied = true,
-            Err(_) => {}
-        }
-        match fs::read(base.join("maps")) {
-            Ok(maps) => {
-                if maps_inside(&maps, wt) {
-                    how.push("mapping".into());
-                }
-            }
-            Err(e) if e.kind() == ErrorKind::PermissionDenied => denied = true,
-            Err(_) => {}
-        }
+        let (how, denied) = audit_one(&base, wt, lease);
         if !how.is_empty() {
-            how.dedup();
             ev.users.push((pid, how.join(", ")));
         } else if denied {
             ev.unaudited += 1;
@@ -182,6 +146,52 @@ pub fn audit(wt: &Path, lease: Option<(u64, u64)>, strict: bool) -> ProcEvidence
     }
     ev.users.sort();
     ev
+}
+
+/// What one process (its `/proc/<pid>` directory, `base`) holds inside
+/// `wt` or on the lease inode `lease`: how ("cwd", "fd 3", "lease fd 4",
+/// "mapping"), and whether any of its entries was closed to us
+/// (`PermissionDenied`). A process that is gone or a zombie (its entries
+/// missing) holds nothing and is not a denial.
+fn audit_one(base: &Path, wt: &Path, lease: Option<(u64, u64)>) -> (Vec<String>, bool) {
+    let inside = |p: &Path| p.starts_with(wt);
+    let mut how: Vec<String> = Vec::new();
+    let mut denied = false;
+    for link in ["cwd", "root"] {
+        match fs::read_link(base.join(link)) {
+            Ok(p) if inside(&p) => how.push(link.to_string()),
+            Ok(_) => {}
+            Err(e) if e.kind() == ErrorKind::PermissionDenied => denied = true,
+            Err(_) => {} // gone, or a zombie: it holds nothing
+        }
+    }
+    match fs::read_dir(base.join("fd")) {
+        Ok(fds) => {
+            for fd in fds.flatten() {
+                let name = fd.file_name().to_string_lossy().into_owned();
+                if fs::read_link(fd.path()).is_ok_and(|p| inside(&p)) {
+                    how.push(format!("fd {name}"));
+                } else if let Some(l) = lease
+                    && fs::metadata(fd.path()).is_ok_and(|m| (m.dev(), m.ino()) == l)
+                {
+                    how.push(format!("lease fd {name}"));
+                }
+            }
+        }
+        Err(e) if e.kind() == ErrorKind::PermissionDenied => denied = true,
+        Err(_) => {}
+    }
+    match fs::read(base.join("maps")) {
+        Ok(maps) => {
+            if maps_inside(&maps, wt) {
+                how.push("mapping".into());
+            }
+        }
+        Err(e) if e.kind() == ErrorKind::PermissionDenied => denied = true,
+        Err(_) => {}
+    }
+    how.dedup();
+    (how, denied)
 }
 
 /// Returns true if a line of `/proc/<pid>/maps` maps a file inside `wt`. The
@@ -212,6 +222,7 @@ fn maps_inside(maps: &[u8], wt: &Path) -> bool {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::PermissionsExt;
 
     #[test]
     fn proc_locks_lists_a_flock_until_it_is_released() {
@@ -243,6 +254,136 @@ mod tests {
         let _ = child.kill();
         let _ = child.wait();
         assert_eq!(pids, vec![child.id()]);
+    }
+
+    #[test]
+    fn an_ordinary_user_counts_the_processes_it_cannot_read() {
+        let t = tempfile::tempdir().unwrap();
+        let wt = fs::canonicalize(t.path()).unwrap();
+        let as_root = (holders((0, 0)).1, audit(&wt, None, false).unaudited);
+        let wt2 = wt.clone();
+        let Some((unreadable, unaudited)) =
+            crate::sys::as_nobody(move || (holders((0, 0)).1, audit(&wt2, None, false).unaudited))
+        else {
+            #[allow(clippy::print_stderr)]
+            {
+                eprintln!("SKIPPED: needs root and a mapped uid 65534");
+            }
+            return;
+        };
+        // Every root process (pid 1 at least) is closed to nobody.
+        assert!(
+            unreadable > as_root.0 && unaudited > as_root.1,
+            "as nobody {:?}, as root {as_root:?}",
+            (unreadable, unaudited)
+        );
+    }
+
+    #[test]
+    fn a_process_that_is_gone_holds_nothing_and_denied_nothing() {
+        let t = tempfile::tempdir().unwrap();
+        let wt = fs::canonicalize(t.path()).unwrap();
+        // cwd, root, fd and maps all missing (ENOENT), as for a reaped pid.
+        assert_eq!(
+            audit_one(&wt.join("gone"), &wt, Some((1, 1))),
+            (vec![], false)
+        );
+        let lease = tempfile::NamedTempFile::new().unwrap();
+        let m = lease.as_file().metadata().unwrap();
+        let mut child = std::process::Command::new("sleep") // forbid: allow (a test holder, not git)
+            .arg("600")
+            .stdin(lease.reopen().unwrap())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let seen = audit_one(
+            &Path::new("/proc").join(child.id().to_string()),
+            &wt,
+            Some((m.dev(), m.ino())),
+        );
+        let _ = child.kill();
+        let _ = child.wait();
+        assert_eq!(seen, (vec!["lease fd 0".to_string()], false));
+        let own = Path::new("/proc/self");
+        let (how, denied) = audit_one(own, Path::new("/"), None);
+        assert!(!denied);
+        assert_eq!(how[..2], ["cwd".to_string(), "root".to_string()]);
+        let Some((how, denied)) =
+            crate::sys::as_nobody(|| audit_one(Path::new("/proc/1"), Path::new("/"), None))
+        else {
+            #[allow(clippy::print_stderr)]
+            {
+                eprintln!("SKIPPED: needs root and a mapped uid 65534");
+            }
+            return;
+        };
+        assert!(denied && how.is_empty(), "{how:?}");
+    }
+
+    #[test]
+    fn holders_of_lists_each_holder_once_per_file() {
+        let t = tempfile::NamedTempFile::new().unwrap();
+        let other = tempfile::NamedTempFile::new().unwrap();
+        let id = |f: &tempfile::NamedTempFile| {
+            let m = f.as_file().metadata().unwrap();
+            (m.dev(), m.ino())
+        };
+        let mut child = std::process::Command::new("sleep") // forbid: allow (a test holder, not git)
+            .arg("600")
+            .stdin(t.reopen().unwrap())
+            .stdout(t.reopen().unwrap())
+            .spawn()
+            .unwrap();
+        let map = holders_of(&[id(&t), id(&other)]);
+        let _ = child.kill();
+        let _ = child.wait();
+        assert_eq!(
+            map[&id(&t)],
+            vec![child.id()],
+            "two descriptors, one holder"
+        );
+        assert!(map[&id(&other)].is_empty());
+        assert!(holders_of(&[]).is_empty());
+    }
+
+    #[test]
+    fn exclusively_locked_means_a_write_flock_on_that_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = fs::File::create(dir.path().join("l.lease")).unwrap();
+        let g = fs::File::create(dir.path().join("other.lease")).unwrap();
+        let m = f.metadata().unwrap();
+        assert!(!exclusively_locked(m.dev(), m.ino()), "not locked");
+        f.lock_shared().unwrap();
+        assert!(
+            !exclusively_locked(m.dev(), m.ino()),
+            "shared is not exclusive"
+        );
+        drop(f);
+        g.lock().unwrap();
+        assert!(!exclusively_locked(m.dev(), m.ino()), "another file's lock");
+        let f = fs::File::open(dir.path().join("l.lease")).unwrap();
+        f.lock().unwrap();
+        assert!(exclusively_locked(m.dev(), m.ino()));
+        assert!(
+            !exclusively_locked(m.dev() + 1, m.ino()),
+            "same inode, other device"
+        );
+    }
+
+    #[test]
+    fn audit_reports_its_mode_and_who_can_reach_the_tree() {
+        let t = tempfile::tempdir().unwrap();
+        let wt = fs::canonicalize(t.path()).unwrap();
+        for strict in [false, true] {
+            let ev = audit(&wt, None, strict);
+            assert_eq!(ev.strict, strict);
+            assert_eq!(ev.traversable, crate::safety::traversable_by_others(&wt));
+        }
+        let open = wt.join("open");
+        fs::create_dir(&open).unwrap();
+        fs::set_permissions(&wt, fs::Permissions::from_mode(0o700)).unwrap();
+        assert!(!audit(&open.join("wt"), None, false).traversable);
     }
 
     #[test]

@@ -170,6 +170,34 @@ fn pid_of(pid: u32) -> io::Result<Pid> {
         .ok_or_else(|| io::Error::from_raw_os_error(libc::ESRCH))
 }
 
+/// Runs `f` on a new thread whose credentials are `nobody`'s (uid and gid
+/// 65534, no supplementary groups), so unit tests run as root can judge
+/// what an ordinary user's lease sees: Linux keeps credentials per thread
+/// (the raw `setresuid` syscall, unlike glibc's, changes one thread), and a
+/// thread that drops every uid 0 also loses its capabilities
+/// (capabilities(7), "Effect of user ID changes on capabilities"). The
+/// thread then ends; no other thread is affected.
+///
+/// Returns `None` (the caller says SKIPPED) when this process is not root,
+/// or when uid 65534 is not mapped in its user namespace.
+#[cfg(test)]
+pub(crate) fn as_nobody<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Option<T> {
+    if euid() != 0 {
+        return None;
+    }
+    std::thread::spawn(move || {
+        let nobody_gid = rustix::process::Gid::from_raw(65534);
+        let nobody_uid = rustix::process::Uid::from_raw(65534);
+        rustix::thread::set_thread_groups(&[]).ok()?;
+        rustix::thread::set_thread_res_gid(nobody_gid, nobody_gid, nobody_gid).ok()?;
+        rustix::thread::set_thread_res_uid(nobody_uid, nobody_uid, nobody_uid).ok()?;
+        Some(f())
+    })
+    .join()
+    .ok()
+    .flatten()
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -182,6 +210,22 @@ mod tests {
         assert_eq!(parse_stat(line), Some(('S', 987654)));
         let zombie = b"42 (x) Z 1 42 42 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 5 0 0";
         assert_eq!(parse_stat(zombie), Some(('Z', 5)));
+    }
+
+    #[test]
+    fn a_nobody_thread_is_nobody_and_the_rest_stay_root() {
+        if euid() != 0 {
+            return;
+        }
+        let Some(ids) = as_nobody(|| (euid(), rustix::process::getegid().as_raw())) else {
+            #[allow(clippy::print_stderr)]
+            {
+                eprintln!("SKIPPED: uid 65534 is not mapped here");
+            }
+            return;
+        };
+        assert_eq!(ids, (65534, 65534));
+        assert_eq!(euid(), 0, "only the helper's thread changed");
     }
 
     #[test]
