@@ -1238,6 +1238,29 @@ fn c13_bundle_changed_after_verification() {
     assert_eq!(fx.env.record_of(&id)["state"], "terminal");
 }
 
+/// The same bytes under the same name, but another file: the verified
+/// bundle was swapped for a copy (which its writer may change later). The
+/// name must still be the verified file (same inode), not only the same
+/// content.
+#[test]
+fn c13_bundle_replaced_by_an_identical_copy_after_verification() {
+    let fx = Fx::new();
+    let (id, wt) =
+        fx.worktree("git checkout -q --detach && echo a > a && git add a && git commit -qm a");
+    let before = manifest(&wt);
+    let o = paused_retire(&fx, &id, "retire-before-remove", || {
+        let b = bundles(&fx, &id);
+        let copy = b[0].with_extension("copy");
+        fs::copy(&b[0], &copy).unwrap();
+        fs::rename(&copy, &b[0]).unwrap();
+    });
+    assert_code(&o, 1);
+    assert_eq!(reasons(&o), ["archive-unverified"]);
+    assert!(stdout(&o).contains("was replaced"), "{}", stdout(&o));
+    assert_eq!(manifest(&wt), before);
+    assert_eq!(fx.env.record_of(&id)["state"], "terminal");
+}
+
 #[test]
 fn c14_archive_directory_bind_mounted_inside_the_tree() {
     let fx = Fx::new();

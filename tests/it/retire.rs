@@ -807,3 +807,45 @@ fn launcher_alive_names_the_launcher_pid() {
     );
     before.assert_held_unchanged(&env, &repo, "launcher-alive");
 }
+
+/// A depth-1 clone (what CI checkouts make): the bundle's prerequisite is the
+/// shallow tip, whose parents are not there. Verification must stop at the
+/// prerequisites (`rev-list ... --not <prerequisites>`), or every retire in
+/// a shallow clone would hold `archive-unverified`.
+#[test]
+fn a_unique_commit_in_a_shallow_clone_is_archived_and_removed() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    for i in 1..=2 {
+        fs::write(repo.join("README"), format!("v{i}\n")).unwrap();
+        env.git(&repo, &["commit", "-qam", &format!("history {i}")]);
+    }
+    env.git(&repo, &["push", "-q", "origin", "main"]);
+    let remote = env.root.join("remote.git");
+    let shallow = env.root.join("shallow");
+    env.git(
+        &env.root,
+        &[
+            "clone",
+            "-q",
+            "--depth",
+            "1",
+            &format!("file://{}", remote.display()),
+            shallow.to_str().unwrap(),
+        ],
+    );
+    assert!(shallow.join(".git/shallow").exists());
+    let id = exec_script(
+        &env,
+        &shallow,
+        "echo x > unique.txt && git add unique.txt && git commit -qm unique",
+    );
+    let rec = env.record_of(&id);
+    assert_eq!(rec["state"], "removed", "{rec:#}");
+    let tip = env.git(&shallow, &["rev-parse", "origin/main"]);
+    assert_eq!(
+        rec["archive"]["prerequisites"],
+        serde_json::json!([tip.trim()])
+    );
+    assert_eq!(rec["archive"]["commits"], 1);
+}
