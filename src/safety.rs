@@ -661,7 +661,7 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         let base = fs::canonicalize(t.path()).unwrap();
         let top = base.join("top");
-        for d in ["a/b/c", "a/bb", "keep", "real/x"] {
+        for d in ["a/b/c", "a/bb", "keep", "real/x", "real/deeper/x"] {
             fs::create_dir_all(top.join(d)).unwrap();
         }
         fs::write(top.join("a/b/c/f"), "f").unwrap();
@@ -680,6 +680,7 @@ mod tests {
             b"",
             b"keep/",
             b"sub/x",
+            b"sub/deeper/x",
             b"../top/keep",
         ] {
             assert!(
