@@ -333,3 +333,22 @@ fn restore_into_a_temp_worktree_root_refuses_like_exec() {
     // Allowed (as TestEnv does): the same restore goes ahead.
     assert_code(&restore(&env, &[&id]), 0);
 }
+
+#[test]
+fn restore_below_the_free_space_watermark_refuses_like_exec() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let (id, _) = archived(&env, &repo, "low");
+    let state = manifest(&env.state);
+    let o = env
+        .lease()
+        .env("LEASE_MIN_FREE", "100%")
+        .args(["restore", &id])
+        .output()
+        .unwrap();
+    // Admission refusals are usage errors (exit 2; exec reports its own 125).
+    assert_code(&o, 2);
+    assert!(stderr(&o).contains("watermark"), "{}", stderr(&o));
+    assert_eq!(manifest(&env.state), state, "nothing written");
+    assert_code(&restore(&env, &[&id]), 0);
+}
