@@ -684,6 +684,18 @@ mod tests {
     }
 
     #[test]
+    fn only_a_path_that_is_certainly_missing_is_stale() {
+        let t = tempfile::tempdir().unwrap();
+        assert!(check_missing(&t.path().join("gone")).is_ok());
+        let occupied = check_missing(t.path()).unwrap_err();
+        assert_eq!(occupied.reason, HoldReason::PathOccupied);
+        // Below a file, lstat fails with ENOTDIR: not proof of absence.
+        std::fs::write(t.path().join("file"), "").unwrap();
+        let unsure = check_missing(&t.path().join("file/wt")).unwrap_err();
+        assert_eq!(unsure.reason, HoldReason::Unprovable);
+    }
+
+    #[test]
     fn absolute_refuses_dotdot_only_when_absolute() {
         assert!(absolute(Path::new("/a/../b")).is_err());
         assert_eq!(absolute(Path::new("/a/./b/")).unwrap(), Path::new("/a/b"));
