@@ -179,13 +179,14 @@ fn pid_of(pid: u32) -> io::Result<Pid> {
 /// thread then ends; no other thread is affected.
 ///
 /// Returns `None` (the caller says SKIPPED) when this process is not root,
-/// or when uid 65534 is not mapped in its user namespace.
+/// or when uid 65534 is not mapped in its user namespace. A panic in `f`
+/// is resumed on the caller's thread.
 #[cfg(test)]
 pub(crate) fn as_nobody<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Option<T> {
     if euid() != 0 {
         return None;
     }
-    std::thread::spawn(move || {
+    let joined = std::thread::spawn(move || {
         let nobody_gid = rustix::process::Gid::from_raw(65534);
         let nobody_uid = rustix::process::Uid::from_raw(65534);
         rustix::thread::set_thread_groups(&[]).ok()?;
@@ -193,9 +194,9 @@ pub(crate) fn as_nobody<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'stati
         rustix::thread::set_thread_res_uid(nobody_uid, nobody_uid, nobody_uid).ok()?;
         Some(f())
     })
-    .join()
-    .ok()
-    .flatten()
+    .join();
+    // A panic in `f` (an assertion, an overflow) is the test's failure.
+    joined.unwrap_or_else(|panic| std::panic::resume_unwind(panic))
 }
 
 #[cfg(test)]
