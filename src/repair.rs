@@ -663,6 +663,7 @@ pub fn dry_run(plan: RepairPlan) -> RepairReport {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::MetadataExt;
 
     #[test]
     fn paths_to_removed_are_legal() {
@@ -681,6 +682,91 @@ mod tests {
             assert_eq!(s, State::Removed);
         }
         assert!(path_to_removed(State::Retained).is_empty());
+    }
+
+    fn record(state: State) -> Record {
+        let root = crate::registry::FileId {
+            path: "/r".into(),
+            dev: 1,
+            ino: 2,
+            btime: None,
+        };
+        let mut r = Record::planned(
+            crate::registry::new_id().unwrap(),
+            "/r/.git".into(),
+            root,
+            crate::registry::Origin::Created,
+            None,
+            String::new(),
+            crate::registry::Owner::parse("agent:x").unwrap(),
+        );
+        r.state = state;
+        r
+    }
+
+    #[test]
+    fn a_record_is_finished_only_if_nobody_keeps_runs_or_holds_it() {
+        let reason = |r: &Record| check_record(r).err().map(|h| h.reason);
+        let kept = |state| {
+            let mut r = record(state);
+            r.retention = Some(crate::registry::Retention {
+                owner: crate::registry::Owner::parse("human:ann").unwrap(),
+                reason: "review".into(),
+                until: None,
+            });
+            r
+        };
+        assert_eq!(reason(&record(State::Retained)), Some(HoldReason::Retained));
+        assert_eq!(reason(&kept(State::Active)), Some(HoldReason::Retained));
+        assert_eq!(
+            reason(&kept(State::Interrupted)),
+            Some(HoldReason::Retained)
+        );
+        // A retention left on a finished record keeps nothing by itself.
+        assert_eq!(reason(&kept(State::Terminal)), None);
+        assert_eq!(reason(&record(State::Active)), None);
+        let me = std::process::id();
+        let mut running = record(State::Active);
+        running.sessions.push(crate::registry::Session {
+            pid: me,
+            start_time: crate::sys::start_time(me).unwrap(),
+            started_at: String::new(),
+            ended_at: None,
+            outcome: None,
+        });
+        assert_eq!(reason(&running), Some(HoldReason::LauncherAlive));
+        running.sessions[0].ended_at = Some(String::new());
+        assert_eq!(reason(&running), None);
+        // A process holding the lease: a consumer, or the retire itself.
+        let lease = tempfile::NamedTempFile::new().unwrap();
+        let m = lease.as_file().metadata().unwrap();
+        let mut holder = std::process::Command::new("sleep") // forbid: allow (a test lease holder, not git)
+            .arg("600")
+            .stdin(lease.reopen().unwrap())
+            .spawn()
+            .unwrap();
+        let reasons: Vec<_> = [State::Active, State::Retiring]
+            .into_iter()
+            .map(|state| {
+                let mut r = record(state);
+                r.lease = Some(crate::registry::FileId {
+                    path: lease.path().to_str().unwrap().into(),
+                    dev: m.dev(),
+                    ino: m.ino(),
+                    btime: None,
+                });
+                reason(&r)
+            })
+            .collect();
+        let _ = holder.kill();
+        let _ = holder.wait();
+        assert_eq!(
+            reasons,
+            [
+                Some(HoldReason::ConsumerAlive),
+                Some(HoldReason::RetireInProgress)
+            ]
+        );
     }
 
     #[test]
