@@ -352,3 +352,48 @@ fn restore_below_the_free_space_watermark_refuses_like_exec() {
     assert_eq!(manifest(&env.state), state, "nothing written");
     assert_code(&restore(&env, &[&id]), 0);
 }
+
+/// How restore names the branch, case by case (never moving a ref): the
+/// archived name if it still points at the tip and nobody has it checked
+/// out; else `<name>-restored-<prefix>` on the same terms; else that name
+/// with a random suffix; and a copy name that moved holds `branch-moved`.
+#[test]
+fn restore_reuses_a_branch_at_the_tip_and_names_each_further_copy_apart() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let (id, tip) = archived(&env, &repo, "same");
+    let alt = format!("same-restored-{}", &id[..8]);
+    let branch_of = |args: &[&str]| {
+        let mut all = vec![id.as_str(), "--json"];
+        all.extend_from_slice(args);
+        let o = restore(&env, &all);
+        assert_code(&o, 0);
+        let b = json(&o)["branch"].as_str().unwrap().to_string();
+        assert_eq!(env.git(&repo, &["rev-parse", &b]), tip, "{b}");
+        b
+    };
+    // Kept by the retire at the archived tip, checked out nowhere: reused.
+    assert_eq!(branch_of(&[]), "same");
+    // `same` is checked out in that restore now; a copy at the tip that
+    // nobody has checked out is reused.
+    env.git(&repo, &["branch", &alt, &tip]);
+    assert_eq!(branch_of(&["--again"]), alt);
+    // Both checked out: a further copy gets a random suffix.
+    let third = branch_of(&["--again"]);
+    assert!(
+        third.starts_with(&format!("{alt}-")) && third.len() == alt.len() + 9,
+        "{third}"
+    );
+
+    // Another archive whose name and copy name both moved on: held.
+    let (id2, _) = archived(&env, &repo, "gone");
+    env.git(&repo, &["branch", "-f", "gone", "main"]);
+    let alt2 = format!("gone-restored-{}", &id2[..8]);
+    env.git(&repo, &["branch", &alt2, "main"]);
+    let state = manifest(&env.state);
+    let o = restore(&env, &[&id2]);
+    assert_code(&o, 1);
+    assert!(stderr(&o).contains("branch-moved"), "{}", stderr(&o));
+    assert!(stderr(&o).contains(&alt2), "{}", stderr(&o));
+    assert_eq!(manifest(&env.state), state, "nothing written");
+}
