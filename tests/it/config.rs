@@ -427,3 +427,38 @@ fn a_configured_worktree_root_and_trusted_remote_are_used() {
         "{untrusted:#}"
     );
 }
+
+/// A configured worktree root elsewhere gets its missing parents, and is
+/// refused when reached through a symlinked ancestor (its path must be
+/// physical, as the state root's is).
+#[test]
+fn a_configured_worktree_root_gets_its_parents_and_no_symlinked_ancestor() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let exec = |wts: &Path| {
+        let cfg = env.file("lease.toml");
+        fs::write(&cfg, format!("worktree_root = \"{}\"\n", wts.display())).unwrap();
+        env.lease()
+            .current_dir(&repo)
+            .args([
+                "--config",
+                cfg.to_str().unwrap(),
+                "exec",
+                "--keep",
+                "--",
+                "true",
+            ])
+            .output()
+            .unwrap()
+    };
+    let deep = env.root.join("deep/er/wts");
+    assert_code(&exec(&deep), 0);
+    assert!(deep.is_dir());
+    fs::create_dir(env.root.join("real")).unwrap();
+    std::os::unix::fs::symlink(env.root.join("real"), env.root.join("link")).unwrap();
+    let records = env.records().len();
+    let o = exec(&env.root.join("link/wts"));
+    assert_ne!(o.status.code(), Some(0));
+    assert!(stderr(&o).contains("symlink"), "{}", stderr(&o));
+    assert_eq!(env.records().len(), records, "no record made");
+}
