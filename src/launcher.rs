@@ -1070,6 +1070,17 @@ mod tests {
     }
 
     #[test]
+    fn exactly_the_watermark_free_is_enough() {
+        // procfs has no free blocks and never will: a stable 0 bytes free.
+        let proc = Path::new("/proc");
+        assert_eq!(free_bytes(proc), 0);
+        assert_eq!(low_space(&[MinFree::Bytes(0)], &[proc]), None);
+        assert_eq!(low_space(&[MinFree::Percent(0)], &[proc]), None);
+        let low = low_space(&[MinFree::Bytes(0), MinFree::Bytes(1)], &[proc]).unwrap();
+        assert!(low.contains("only 0 bytes free under `/proc`"), "{low}");
+    }
+
+    #[test]
     fn repo_dir_names() {
         let a = repo_dir_name(Path::new("/src/proj/.git"));
         assert!(a.starts_with("proj-") && a.len() == 13, "{a}");
