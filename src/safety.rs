@@ -191,7 +191,7 @@ struct MountOf {
 
 impl MountOf {
     fn of(st: &rustix::fs::Statx) -> MountOf {
-        MountOf::new(
+        MountOf::from_parts(
             st.stx_mask,
             st.stx_mnt_id,
             (st.stx_dev_major, st.stx_dev_minor),
@@ -200,7 +200,7 @@ impl MountOf {
 
     /// From a `statx` result's `stx_mask`, `stx_mnt_id` and device: the
     /// mount id only if the mask says the kernel filled it.
-    fn new(mask: u32, mnt_id: u64, dev: (u32, u32)) -> MountOf {
+    fn from_parts(mask: u32, mnt_id: u64, dev: (u32, u32)) -> MountOf {
         MountOf {
             mnt_id: (mask & StatxFlags::MNT_ID.bits() != 0).then_some(mnt_id),
             dev,
@@ -596,13 +596,13 @@ mod tests {
     fn same_mount_compares_mount_ids_when_both_have_one_else_devices() {
         let m = |mnt_id, dev| MountOf { mnt_id, dev };
         let with_id = StatxFlags::TYPE.bits() | StatxFlags::MNT_ID.bits();
-        assert_eq!(MountOf::new(with_id, 7, (8, 1)), m(Some(7), (8, 1)));
+        assert_eq!(MountOf::from_parts(with_id, 7, (8, 1)), m(Some(7), (8, 1)));
         // A kernel before 5.8 leaves the bit (and the field) unset.
         assert_eq!(
-            MountOf::new(StatxFlags::TYPE.bits(), 7, (8, 1)),
+            MountOf::from_parts(StatxFlags::TYPE.bits(), 7, (8, 1)),
             m(None, (8, 1))
         );
-        assert_eq!(MountOf::new(0, 7, (8, 1)), m(None, (8, 1)));
+        assert_eq!(MountOf::from_parts(0, 7, (8, 1)), m(None, (8, 1)));
         // A bind mount from the same filesystem: same device, new mount id.
         assert!(!m(Some(7), (8, 1)).same_as(m(Some(9), (8, 1))));
         assert!(m(Some(7), (8, 1)).same_as(m(Some(7), (8, 1))));
