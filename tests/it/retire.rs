@@ -849,3 +849,38 @@ fn a_unique_commit_in_a_shallow_clone_is_archived_and_removed() {
     );
     assert_eq!(rec["archive"]["commits"], 1);
 }
+
+/// Lease refuses a git older than 2.36 (it relies on `worktree list -z`,
+/// among others) and records the version of the git it used.
+#[test]
+fn an_old_git_is_refused_and_the_version_used_is_recorded() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let real = which("git");
+    let old = env.file("old-git");
+    write_exe(
+        &old,
+        &format!(
+            "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'git version 2.20.1'; exit 0; fi\nexec '{}' \"$@\"\n",
+            real.display()
+        ),
+    );
+    let id = exec_script(&env, &repo, "true");
+    let rec = env.record_of(&id);
+    let version = env.git(&repo, &["--version"]);
+    assert_eq!(
+        rec["tombstone"]["evidence"]["git"]["version"],
+        version.trim(),
+        "{rec:#}"
+    );
+    let o = env
+        .lease()
+        .current_dir(&repo)
+        .env("LEASE_GIT", &old)
+        .args(["exec", "--keep", "--", "true"])
+        .output()
+        .unwrap();
+    assert_ne!(o.status.code(), Some(0));
+    assert!(stderr(&o).contains("git 2.36 or newer"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("2.20.1"), "{}", stderr(&o));
+}

@@ -14,19 +14,6 @@ fn shim_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("shim")
 }
 
-/// The first `name` on the test's own PATH.
-fn which(name: &str) -> PathBuf {
-    std::env::split_paths(&std::env::var_os("PATH").unwrap())
-        .map(|d| d.join(name))
-        .find(|p| p.is_file())
-        .unwrap_or_else(|| panic!("{name} is not on PATH"))
-}
-
-fn write_exe(path: &Path, text: &str) {
-    fs::write(path, text).unwrap();
-    fs::set_permissions(path, fs::Permissions::from_mode(0o755)).unwrap();
-}
-
 /// Makes a FIFO: a child that opens it for reading blocks until the test
 /// writes a line, with no polling on either side.
 fn fifo(path: &Path) {

@@ -598,3 +598,17 @@ pub(crate) fn archived(env: &TestEnv, repo: &Path, branch: &str) -> (String, Str
         rec["archive"]["tip"].as_str().unwrap().to_string(),
     )
 }
+
+/// The first `name` on the test's own PATH.
+pub(crate) fn which(name: &str) -> PathBuf {
+    std::env::split_paths(&std::env::var_os("PATH").unwrap())
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| panic!("{name} is not on PATH"))
+}
+
+/// Writes an executable script (mode 0755).
+pub(crate) fn write_exe(path: &Path, text: &str) {
+    fs::write(path, text).unwrap();
+    fs::set_permissions(path, fs::Permissions::from_mode(0o755)).unwrap();
+}
