@@ -2417,3 +2417,63 @@ fn d2_worktree_gone_mid_retire_is_a_hold_not_an_error() {
     assert_eq!(manifest(&moved), before, "nothing changed in the tree");
     assert_eq!(fx.env.record_of(&id)["state"], "terminal");
 }
+
+/// A filter driver that appears during the session (here only in the
+/// worktree's own config, `extensions.worktreeConfig`) must be neutralized
+/// by the retire that ends the session: lease reads the filter drivers
+/// again after the command, and per directory, so neither a read from
+/// before the command nor the repository's own config stands in for the
+/// worktree's.
+#[test]
+fn c15_a_filter_driver_configured_during_the_session_never_runs() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let log = env.root.join("sentinel.log");
+    let filter = env.file("filter");
+    write_exe(
+        &filter,
+        &format!("#!/bin/sh\necho ran >> '{}'\nexec cat\n", log.display()),
+    );
+    let script = format!(
+        "git config extensions.worktreeConfig true && \
+         git config --worktree filter.evil.clean '{f}' && \
+         echo '* filter=evil' >> \"$(git rev-parse --git-common-dir)/info/attributes\" && \
+         touch -d '2001-01-01' README",
+        f = filter.display()
+    );
+    let o = env
+        .lease()
+        .current_dir(&repo)
+        .args(["exec", "--", "sh", "-c", &script])
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+    assert!(
+        !log.exists(),
+        "the filter ran: {}",
+        fs::read_to_string(&log).unwrap_or_default()
+    );
+    assert_eq!(env.record()["state"], "removed", "{}", stderr(&o));
+    // The driver is live: plain git runs it on the same kind of change.
+    let wt = env.root.join("plain");
+    env.git(
+        &repo,
+        &["worktree", "add", "-q", "--detach", wt.to_str().unwrap()],
+    );
+    env.git(
+        &wt,
+        &[
+            "config",
+            "--worktree",
+            "filter.evil.clean",
+            filter.to_str().unwrap(),
+        ],
+    );
+    let readme = wt.join("README");
+    let _ = std::process::Command::new("touch") // forbid: allow (a test's own setup, not git)
+        .args(["-d", "2001-01-01"])
+        .arg(&readme)
+        .status();
+    env.git(&wt, &["status", "--porcelain"]);
+    assert!(log.exists(), "control: the filter is live for plain git");
+}
