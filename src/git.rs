@@ -545,9 +545,15 @@ fn find_on_path() -> Option<PathBuf> {
     let own_dir = std::env::current_exe()
         .ok()
         .and_then(|e| e.parent().map(Path::to_path_buf));
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .filter(|d| d.is_absolute() && Some(d) != own_dir.as_ref())
+    find_git_in(&std::env::var_os("PATH")?, own_dir.as_deref())
+}
+
+/// The first executable `git` in the directories of `path` (a `$PATH`
+/// value) that is absolute, is not `own_dir` (lease's own directory, where
+/// its shim may live) and is not lease's shim.
+fn find_git_in(path: &OsStr, own_dir: Option<&Path>) -> Option<PathBuf> {
+    std::env::split_paths(path)
+        .filter(|d| d.is_absolute() && Some(d.as_path()) != own_dir)
         .map(|d| d.join("git"))
         .find(|p| is_executable(p) && !is_lease_shim(p))
 }
@@ -821,6 +827,77 @@ mod tests {
         );
         assert!(git.plain(d).args(status).run().is_ok());
         assert!(git.plain(d).args(status).probe().is_err());
+        // A clean probe passes; a failing one fails even without stderr.
+        assert!(
+            git.plain(d)
+                .args(["rev-parse", "--git-dir"])
+                .probe()
+                .is_ok()
+        );
+        let quiet_failure = ["rev-parse", "-q", "--verify", "refs/heads/none"];
+        let out = git.plain(d).args(quiet_failure).output().unwrap();
+        assert!(!out.ok && out.stderr.is_empty(), "{out:?}");
+        assert!(git.plain(d).args(quiet_failure).probe().is_err());
+    }
+
+    #[test]
+    fn git_is_found_on_path_but_never_relative_in_our_own_dir_or_the_shim() {
+        use std::os::unix::fs::PermissionsExt;
+        let t = tempfile::tempdir().unwrap();
+        let exe = |dir: &str, text: &str, mode: u32| {
+            let d = t.path().join(dir);
+            std::fs::create_dir_all(&d).unwrap();
+            std::fs::write(d.join("git"), text).unwrap();
+            std::fs::set_permissions(d.join("git"), std::fs::Permissions::from_mode(mode)).unwrap();
+            d
+        };
+        let own = exe("own", "#!/bin/sh\n", 0o755);
+        let shim = exe("shim", "#!/bin/sh\n# lease-shim\n", 0o755);
+        let plain = exe("plain", "#!/bin/sh\n", 0o644);
+        let only_owner = exe("owner", "#!/bin/sh\n", 0o700);
+        std::fs::create_dir_all(t.path().join("dir/git")).unwrap();
+        let real = exe("real", "#!/bin/sh\n", 0o755);
+        assert!(is_lease_shim(&shim.join("git")) && !is_lease_shim(&real.join("git")));
+        assert!(is_executable(&only_owner.join("git")));
+        assert!(!is_executable(&plain.join("git")));
+        assert!(!is_executable(&t.path().join("dir/git")), "a directory");
+        let path = std::env::join_paths([
+            Path::new("relative"),
+            &own,
+            &shim,
+            &plain,
+            &t.path().join("dir"),
+            &real,
+        ])
+        .unwrap();
+        assert_eq!(find_git_in(&path, Some(&own)), Some(real.join("git")));
+        assert_eq!(find_git_in(&path, None), Some(own.join("git")));
+        // The same `real` directory spelled relative to the current one.
+        let cwd = std::env::current_dir().unwrap();
+        let up = "../".repeat(cwd.components().count() - 1);
+        let relative = PathBuf::from(up).join(real.strip_prefix("/").unwrap());
+        assert!(is_executable(&relative.join("git")));
+        let rel = std::env::join_paths([&relative, &own]).unwrap();
+        assert_eq!(
+            find_git_in(&rel, None),
+            Some(own.join("git")),
+            "relative entries are skipped"
+        );
+    }
+
+    #[test]
+    fn small_parsers() {
+        assert_eq!(first_line(b"  abc \nnext\n"), "abc");
+        assert_eq!(first_line(b""), "");
+        assert_eq!(
+            parse_heads(b"1111 refs/heads/a\n2222 HEAD\nnospace\n"),
+            [
+                ("1111".to_string(), "refs/heads/a".to_string()),
+                ("2222".to_string(), "HEAD".to_string())
+            ]
+        );
+        let w = parse_worktrees(b"worktree /r\0HEAD aaa\0branch refs/heads/main\0\0");
+        assert_eq!(w[0].path(), Path::new("/r"));
     }
 
     #[test]
