@@ -2,7 +2,7 @@
 //! signals, concurrency, adoption, and refusals before the command runs.
 
 use std::fs;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use assert_cmd::assert::OutputAssertExt;
 
@@ -439,4 +439,31 @@ fn unlock_by_a_descendant_does_not_free_the_lease_while_the_launcher_lives() {
             .unwrap()
             .success()
     });
+}
+
+/// `lease exec` in a shell that exports `GIT_*` for another repository:
+/// lease's own git ignores them, and so does the user-config git that runs
+/// `git worktree add` (it keeps the user's config but never `GIT_*`).
+#[test]
+fn exec_in_a_hostile_git_environment_creates_where_it_was_asked() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let o = env
+        .lease()
+        .current_dir(&repo)
+        .env("GIT_DIR", "/nonexistent")
+        .env("GIT_WORK_TREE", "/")
+        .env("GIT_INDEX_FILE", "/nonexistent/index")
+        .args(["exec", "--keep", "--", "true"])
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+    let rec = env.record();
+    let wt = rec["worktree"]["path"].as_str().unwrap();
+    assert!(Path::new(wt).join("README").is_file(), "checked out: {wt}");
+    assert!(
+        env.git(&repo, &["worktree", "list", "--porcelain"])
+            .contains(wt),
+        "registered in this repository"
+    );
 }
