@@ -886,6 +886,25 @@ mod tests {
     }
 
     #[test]
+    fn a_git_error_names_the_command_without_lease_s_overrides() {
+        let git = Git::resolve().unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let d = tmp.path();
+        git.plain(d).args(["init", "-q"]).run().unwrap();
+        let e = git
+            .repo(&d.join(".git"))
+            .unwrap()
+            .cmd(d)
+            .args(["rev-parse", "--verify", "-q", "refs/heads/none"])
+            .run()
+            .unwrap_err();
+        let Error::Git { args, .. } = &e else {
+            panic!("{e:?}");
+        };
+        assert_eq!(args, "rev-parse --verify -q refs/heads/none");
+    }
+
+    #[test]
     fn small_parsers() {
         assert_eq!(first_line(b"  abc \nnext\n"), "abc");
         assert_eq!(first_line(b""), "");
