@@ -280,6 +280,13 @@ fn skip_worktree_without_edit_does_not_hold() {
     let repo = env.repo();
     let id = exec_script(&env, &repo, "git update-index --skip-worktree README");
     assert_eq!(env.record_of(&id)["state"], "removed");
+    // Absent, as a sparse checkout leaves it: nothing to lose either.
+    let id = exec_script(
+        &env,
+        &repo,
+        "git update-index --skip-worktree README && rm README",
+    );
+    assert_eq!(env.record_of(&id)["state"], "removed");
 }
 
 #[test]
