@@ -274,6 +274,18 @@ fn assume_unchanged_edit_holds() {
     );
 }
 
+/// A hidden symlink is compared by its link text: unchanged it matches,
+/// retargeted it holds.
+#[test]
+fn a_hidden_symlink_matches_only_while_its_target_text_is_unchanged() {
+    let link = "ln -s README link && git add link && git commit -qm link && git update-index --skip-worktree link";
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let id = exec_script(&env, &repo, link);
+    assert_eq!(env.record_of(&id)["state"], "removed");
+    assert_leftover_holds(&format!("{link} && ln -sfn elsewhere link"), "hidden-index");
+}
+
 #[test]
 fn skip_worktree_without_edit_does_not_hold() {
     let env = TestEnv::new();
