@@ -248,18 +248,7 @@ fn p3_lease_freed_after_its_holder_exits_retires() {
 #[test]
 fn a1_supervisor_sigkill_child_alive_and_pid_reuse() {
     let fx = Fx::new();
-    let ready = fx.env.file("ready");
-    let script = holder_script(&ready);
-    let bg = fx.env.spawn_lease(&[
-        "exec",
-        "--repo",
-        fx.repo.to_str().unwrap(),
-        "--",
-        "sh",
-        "-c",
-        &script,
-    ]);
-    let child = read_pid(&ready);
+    let (bg, child) = fx.env.spawn_holder(&["--repo", fx.repo.to_str().unwrap()]);
     let _g = KillOnDrop(child);
     let id = fx.env.record()["id"].as_str().unwrap().to_string();
     signal(bg.pid(), "KILL");

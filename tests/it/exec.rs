@@ -32,21 +32,9 @@ fn inheritable_fds(pid: u32) -> Vec<String> {
 fn command_gets_one_locked_descriptor_and_the_environment() {
     let env = TestEnv::new();
     let repo = env.repo();
-    let ready = env.file("ready");
     // Inspected from outside once it has exec'd sleep, so no shell internals
     // are in the way.
-    let script = holder_script(&ready);
-    let bg = env.spawn_lease(&[
-        "exec",
-        "--keep",
-        "--repo",
-        repo.to_str().unwrap(),
-        "--",
-        "sh",
-        "-c",
-        &script,
-    ]);
-    let child = read_pid(&ready);
+    let (bg, child) = env.spawn_holder(&["--keep", "--repo", repo.to_str().unwrap()]);
     let _guard = KillOnDrop(child);
     wait_until("the command to exec sleep", || {
         fs::read_to_string(format!("/proc/{child}/comm")).is_ok_and(|c| c.trim() == "sleep")

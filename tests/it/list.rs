@@ -11,18 +11,7 @@ fn list_and_show_report_records_and_holders() {
     let o = env.lease().args(["list"]).output().unwrap();
     assert_code(&o, 0);
     assert!(stdout(&o).contains("no records"));
-    let ready = env.file("ready");
-    let script = holder_script(&ready);
-    let bg = env.spawn_lease(&[
-        "exec",
-        "--repo",
-        repo.to_str().unwrap(),
-        "--",
-        "sh",
-        "-c",
-        &script,
-    ]);
-    let child = read_pid(&ready);
+    let (bg, child) = env.spawn_holder(&["--repo", repo.to_str().unwrap()]);
     let _guard = KillOnDrop(child);
     let o = env.lease().args(["list", "--json"]).output().unwrap();
     assert_code(&o, 0);

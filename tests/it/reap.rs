@@ -1313,18 +1313,7 @@ fn dead_launcher_with_a_live_command_is_never_recorded_interrupted() {
             wt.to_str().unwrap(),
         ],
     );
-    let ready = env.file("ready");
-    let script = holder_script(&ready);
-    let bg = env.spawn_lease(&[
-        "exec",
-        "--adopt",
-        wt.to_str().unwrap(),
-        "--",
-        "sh",
-        "-c",
-        &script,
-    ]);
-    let child = read_pid(&ready);
+    let (bg, child) = env.spawn_holder(&["--adopt", wt.to_str().unwrap()]);
     let guard = KillOnDrop(child);
     let id = env.record()["id"].as_str().unwrap().to_string();
     signal(bg.pid(), "KILL");

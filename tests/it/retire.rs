@@ -127,18 +127,7 @@ fn clean_pushed_worktree_is_removed_without_an_archive() {
 fn launcher_sigkilled_while_the_command_runs_holds_until_the_command_exits() {
     let env = TestEnv::new();
     let repo = env.repo();
-    let ready = env.file("ready");
-    let script = holder_script(&ready);
-    let bg = env.spawn_lease(&[
-        "exec",
-        "--repo",
-        repo.to_str().unwrap(),
-        "--",
-        "sh",
-        "-c",
-        &script,
-    ]);
-    let child = read_pid(&ready);
+    let (bg, child) = env.spawn_holder(&["--repo", repo.to_str().unwrap()]);
     let _guard = KillOnDrop(child);
     let id = env.record()["id"].as_str().unwrap().to_string();
     // SIGKILL the launcher only (not its group): the command keeps the lease.
@@ -792,18 +781,7 @@ fn a_target_path_may_start_with_dot_dot() {
 fn launcher_alive_names_the_launcher_pid() {
     let env = TestEnv::new();
     let repo = env.repo();
-    let ready = env.file("ready");
-    let script = holder_script(&ready);
-    let bg = env.spawn_lease(&[
-        "exec",
-        "--repo",
-        repo.to_str().unwrap(),
-        "--",
-        "sh",
-        "-c",
-        &script,
-    ]);
-    read_pid(&ready);
+    let (bg, _child) = env.spawn_holder(&["--repo", repo.to_str().unwrap()]);
     let id = env.record()["id"].as_str().unwrap().to_string();
     let before = Snapshot::take(&env, &repo, &id);
     let o = env

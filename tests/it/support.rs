@@ -181,6 +181,22 @@ impl TestEnv {
             .unwrap()
     }
 
+    /// Starts `lease exec OPTS -- sh -c <holder_script>` in the background
+    /// and waits until the command has written its pid (the readiness
+    /// handshake): returns the launcher and the command's pid. The holder
+    /// sleeps 600 s in the launcher's process group, so dropping the `Bg`
+    /// kills it.
+    pub(crate) fn spawn_holder(&self, opts: &[&str]) -> (Bg, u32) {
+        let ready = self.file("ready");
+        let script = holder_script(&ready);
+        let mut args = vec!["exec"];
+        args.extend_from_slice(opts);
+        args.extend(["--", "sh", "-c", &script]);
+        let bg = self.spawn_lease(&args);
+        let child = read_pid(&ready);
+        (bg, child)
+    }
+
     /// Starts `lease` in the background in its own process group (killed on drop).
     pub(crate) fn spawn_lease(&self, args: &[&str]) -> Bg {
         let mut c = self.lease();
@@ -449,7 +465,7 @@ pub(crate) fn audit_chain_ok(env: &TestEnv) -> bool {
 
 /// A command script that writes its pid to `ready`, then becomes `sleep 600`
 /// holding the inherited lease.
-pub(crate) fn holder_script(ready: &Path) -> String {
+fn holder_script(ready: &Path) -> String {
     format!("echo $$ > {}; exec sleep 600", ready.display())
 }
 
