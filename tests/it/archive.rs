@@ -9,6 +9,9 @@ use crate::support::*;
 
 /// `lease exec --keep --branch BRANCH -- sh -c SCRIPT`, then `lease release`:
 /// a terminal record whose worktree is still there. Returns (id, worktree).
+/// A command that makes one commit no remote has.
+const PRIVATE_WORK: &str = "echo w > work.txt && git add work.txt && git commit -qm private-work";
+
 fn kept(env: &TestEnv, repo: &Path, branch: &str, script: &str) -> (String, PathBuf) {
     let o = env
         .lease()
@@ -160,12 +163,7 @@ fn archive_remote_pushes_reads_back_and_restores_without_a_bundle() {
     let env = TestEnv::new();
     let repo = env.repo();
     let remote = env.root.join("remote.git");
-    let (id, wt) = kept(
-        &env,
-        &repo,
-        "feat",
-        "echo w > work.txt && git add work.txt && git commit -qm private-work",
-    );
+    let (id, wt) = kept(&env, &repo, "feat", PRIVATE_WORK);
     let tip = env.git(&wt, &["rev-parse", "HEAD"]);
     let o = env
         .lease()
@@ -208,12 +206,7 @@ fn archive_both_writes_a_bundle_and_the_archival_ref() {
     let env = TestEnv::new();
     let repo = env.repo();
     let remote = env.root.join("remote.git");
-    let (id, wt) = kept(
-        &env,
-        &repo,
-        "feat",
-        "echo w > work.txt && git add work.txt && git commit -qm private-work",
-    );
+    let (id, wt) = kept(&env, &repo, "feat", PRIVATE_WORK);
     let tip = env.git(&wt, &["rev-parse", "HEAD"]);
     let o = env
         .lease()
@@ -247,12 +240,7 @@ fn archive_remote_rejected_push_holds_and_changes_nothing() {
     fs::create_dir_all(hook.parent().unwrap()).unwrap();
     fs::write(&hook, "#!/bin/sh\necho rejected by policy >&2\nexit 1\n").unwrap();
     fs::set_permissions(&hook, fs::Permissions::from_mode(0o755)).unwrap();
-    let (id, wt) = kept(
-        &env,
-        &repo,
-        "feat",
-        "echo w > work.txt && git add work.txt && git commit -qm private-work",
-    );
+    let (id, wt) = kept(&env, &repo, "feat", PRIVATE_WORK);
     let snap = Snapshot::take(&env, &repo, &id);
     let o = env
         .lease()
@@ -297,12 +285,7 @@ fn delete_branch_deletes_a_pushed_branch_and_records_its_tip() {
 fn delete_branch_deletes_an_archived_branch() {
     let env = TestEnv::new();
     let repo = env.repo();
-    let (id, wt) = kept(
-        &env,
-        &repo,
-        "feat",
-        "echo w > work.txt && git add work.txt && git commit -qm private-work",
-    );
+    let (id, wt) = kept(&env, &repo, "feat", PRIVATE_WORK);
     let tip = env.git(&wt, &["rev-parse", "HEAD"]);
     let o = env
         .lease()
@@ -407,12 +390,7 @@ fn archive_remote_ignores_pushurl_push_config_and_hooks() {
         &env.root,
         &["init", "-q", "--bare", decoy.to_str().unwrap()],
     );
-    let (id, wt) = kept(
-        &env,
-        &repo,
-        "feat",
-        "echo w > work.txt && git add work.txt && git commit -qm private-work",
-    );
+    let (id, wt) = kept(&env, &repo, "feat", PRIVATE_WORK);
     let tip = env.git(&wt, &["rev-parse", "HEAD"]);
     let log = env.root.join("sentinel.log");
     let hooks = env.root.join("hooks");
@@ -465,12 +443,7 @@ fn archive_remote_refuses_push_insteadof() {
         &env.root,
         &["init", "-q", "--bare", decoy.to_str().unwrap()],
     );
-    let (id, _wt) = kept(
-        &env,
-        &repo,
-        "feat",
-        "echo w > work.txt && git add work.txt && git commit -qm private-work",
-    );
+    let (id, _wt) = kept(&env, &repo, "feat", PRIVATE_WORK);
     env.git(
         &repo,
         &[
@@ -497,12 +470,7 @@ fn archive_drop_of_a_remote_archive_deletes_the_archival_ref() {
     let env = TestEnv::new();
     let repo = env.repo();
     let remote = env.root.join("remote.git");
-    let (id, wt) = kept(
-        &env,
-        &repo,
-        "feat",
-        "echo w > work.txt && git add work.txt && git commit -qm private-work",
-    );
+    let (id, wt) = kept(&env, &repo, "feat", PRIVATE_WORK);
     let tip = env.git(&wt, &["rev-parse", "HEAD"]);
     assert_code(
         &env.lease()
@@ -547,12 +515,7 @@ fn archive_remote_readback_of_another_commit_holds() {
     )
     .unwrap();
     fs::set_permissions(&hook, fs::Permissions::from_mode(0o755)).unwrap();
-    let (id, wt) = kept(
-        &env,
-        &repo,
-        "feat",
-        "echo w > work.txt && git add work.txt && git commit -qm private-work",
-    );
+    let (id, wt) = kept(&env, &repo, "feat", PRIVATE_WORK);
     let snap = Snapshot::take(&env, &repo, &id);
     let o = env
         .lease()
@@ -571,12 +534,7 @@ fn archive_remote_without_a_trusted_remote_holds() {
     let env = TestEnv::new();
     let repo = env.repo();
     env.git(&repo, &["remote", "remove", "origin"]);
-    let (id, wt) = kept(
-        &env,
-        &repo,
-        "feat",
-        "echo w > work.txt && git add work.txt && git commit -qm private-work",
-    );
+    let (id, wt) = kept(&env, &repo, "feat", PRIVATE_WORK);
     let snap = Snapshot::take(&env, &repo, &id);
     let o = env
         .lease()
@@ -596,12 +554,7 @@ fn config_archive_remote_joins_a_bundle_flag_to_both() {
     let remote = env.root.join("remote.git");
     let cfg = env.root.join("lease.toml");
     fs::write(&cfg, "archive = \"remote\"\n").unwrap();
-    let (id, wt) = kept(
-        &env,
-        &repo,
-        "feat",
-        "echo w > work.txt && git add work.txt && git commit -qm private-work",
-    );
+    let (id, wt) = kept(&env, &repo, "feat", PRIVATE_WORK);
     let tip = env.git(&wt, &["rev-parse", "HEAD"]);
     // The flag asks for a bundle, the config file for archival refs: the
     // stricter join writes both.
@@ -628,12 +581,7 @@ fn reap_archives_where_the_config_says() {
     let remote = env.root.join("remote.git");
     let cfg = env.root.join("lease.toml");
     fs::write(&cfg, "archive = \"remote\"\n").unwrap();
-    let (id, wt) = kept(
-        &env,
-        &repo,
-        "feat",
-        "echo w > work.txt && git add work.txt && git commit -qm private-work",
-    );
+    let (id, wt) = kept(&env, &repo, "feat", PRIVATE_WORK);
     let tip = env.git(&wt, &["rev-parse", "HEAD"]);
     let o = env
         .lease()
