@@ -809,6 +809,28 @@ pub fn now() -> String {
     humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
 }
 
+/// A planned record of a created worktree under `/r` (repository
+/// `/r/.git`, owner `agent:x`), for unit tests elsewhere in the crate.
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+pub(crate) fn sample_record() -> Record {
+    let root = FileId {
+        path: "/r".into(),
+        dev: 1,
+        ino: 2,
+        btime: None,
+    };
+    Record::planned(
+        new_id().unwrap(),
+        "/r/.git".into(),
+        root,
+        Origin::Created,
+        None,
+        String::new(),
+        Owner::parse("agent:x").unwrap(),
+    )
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -843,21 +865,7 @@ mod tests {
     }
 
     fn record() -> Record {
-        let root = FileId {
-            path: "/r".into(),
-            dev: 1,
-            ino: 2,
-            btime: None,
-        };
-        Record::planned(
-            new_id().unwrap(),
-            "/r/.git".into(),
-            root,
-            Origin::Created,
-            None,
-            String::new(),
-            Owner::parse("agent:x").unwrap(),
-        )
+        super::sample_record()
     }
 
     #[test]

@@ -685,21 +685,7 @@ mod tests {
     }
 
     fn record(state: State) -> Record {
-        let root = crate::registry::FileId {
-            path: "/r".into(),
-            dev: 1,
-            ino: 2,
-            btime: None,
-        };
-        let mut r = Record::planned(
-            crate::registry::new_id().unwrap(),
-            "/r/.git".into(),
-            root,
-            crate::registry::Origin::Created,
-            None,
-            String::new(),
-            crate::registry::Owner::parse("agent:x").unwrap(),
-        );
+        let mut r = crate::registry::sample_record();
         r.state = state;
         r
     }
