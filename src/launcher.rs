@@ -476,6 +476,7 @@ fn create(reg: &Registry, git: &Git, req: &ExecRequest, session: Session) -> Res
         r.lease = Some(l2);
         Ok(())
     })?;
+    crate::fault::point("exec-leased");
     let wt = repo_root.join(&id);
     let creation = creation_lock(reg, &common);
     // `_held` keeps the lock open until `git worktree add` returned.
@@ -485,6 +486,7 @@ fn create(reg: &Registry, git: &Git, req: &ExecRequest, session: Session) -> Res
         abandon(reg, &id, &e.to_string());
         return Err(e);
     }
+    crate::fault::point("exec-added");
     let wt_id = file_id(&wt)?;
     reg.update(&id, |r| {
         r.worktree = Some(wt_id);
@@ -582,6 +584,7 @@ pub fn create_restored(
         abandon(reg, &id, &e.to_string());
         return Err(e);
     }
+    crate::fault::point("exec-added");
     let wt_id = file_id(&wt)?;
     reg.update(&id, |r| {
         r.worktree = Some(wt_id);
