@@ -1339,3 +1339,206 @@ fn dead_launcher_with_a_live_command_is_never_recorded_interrupted() {
     assert_eq!(env.record_of(&id)["state"], "interrupted");
     assert_eq!(manifest(&wt), tree, "an adopted worktree is never taken");
 }
+
+#[test]
+fn a_write_that_fails_during_a_reap_exits_3_and_names_the_record() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let id = crash_at(&env, &repo, "exec-active", "true");
+    let wt = worktree_of(&env, &id);
+    let tree = manifest(&wt);
+    // The first durable write of the reap is the record's move to
+    // `interrupted`: it fails with ENOSPC.
+    let (o, v) = {
+        let o = env
+            .lease()
+            .env("LEASE_FI_FAIL_WRITE", "1")
+            .args(["reap", "--apply", "--json"])
+            .output()
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        (o, v)
+    };
+    assert_code(&o, 3);
+    assert_eq!(v["complete"], true, "discovery read everything: {v:#}");
+    assert_eq!(
+        v["errors"],
+        serde_json::json!([]),
+        "no error outside the record"
+    );
+    let err = item(&v, &id)["error"].as_str().unwrap_or_default();
+    assert!(err.contains("No space left on device"), "{v:#}");
+    assert_eq!(env.record_of(&id)["state"], "active", "no record moved");
+    assert_eq!(manifest(&wt), tree);
+    assert!(registered(&env, &repo, &wt));
+    // Positive control: the same reap without the fault finishes the record.
+    let (o, _) = reap(&env, &["--apply"]);
+    assert_code(&o, 0);
+    assert_eq!(env.record_of(&id)["state"], "removed");
+}
+
+#[test]
+fn a_reaper_lock_that_is_a_symlink_is_refused_and_nothing_changes() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let id = crash_at(&env, &repo, "exec-active", "true");
+    let wt = worktree_of(&env, &id);
+    let locks = env.state.join("locks");
+    fs::create_dir_all(&locks).unwrap();
+    let lock = locks.join("reap.lock");
+    let _ = fs::remove_file(&lock);
+    let target = env.root.join("not-a-lock");
+    fs::write(&target, b"keep").unwrap();
+    std::os::unix::fs::symlink(&target, &lock).unwrap();
+    let before = manifest(&env.state);
+    let tree = manifest(&wt);
+    for args in [&["reap", "--apply"][..], &["reap"][..]] {
+        let o = env.lease().args(args).output().unwrap();
+        assert_code(&o, 3);
+        assert!(stderr(&o).contains("reap.lock"), "{args:?}: {}", stderr(&o));
+    }
+    assert_eq!(
+        manifest(&env.state),
+        before,
+        "the refused reaper changed something"
+    );
+    assert_eq!(manifest(&wt), tree);
+    assert_eq!(fs::read(&target).unwrap(), b"keep");
+    assert_eq!(env.record_of(&id)["state"], "active");
+}
+
+#[test]
+fn crash_after_the_worktree_was_added_is_recorded_interrupted_and_removed() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let id = crash_at(&env, &repo, "exec-added", "true");
+    let wt = worktree_of_planned(&env, &id);
+    assert_eq!(env.record_of(&id)["state"], "planned");
+    assert!(wt.is_dir() && registered(&env, &repo, &wt));
+    let before = manifest(&env.state);
+    let (o, v) = reap(&env, &[]);
+    assert_code(&o, 0);
+    assert_eq!(item(&v, &id)["disposition"], "would-finish", "{v:#}");
+    assert_eq!(manifest(&env.state), before, "a dry run changes nothing");
+    let (o, v) = reap(&env, &["--apply"]);
+    assert_code(&o, 0);
+    assert_eq!(item(&v, &id)["disposition"], "removed", "{v:#}");
+    assert_eq!(
+        states(&assert_transitions(&env, &id)),
+        ["planned", "interrupted", "retiring", "removed"]
+    );
+    assert_finished(&env, &repo, &id);
+}
+
+/// The state root's manifest without the reaper's own lock file, which an
+/// `--apply` creates on its first run.
+fn state_of(env: &TestEnv) -> Manifest {
+    let mut m = manifest(&env.state);
+    m.remove(Path::new("locks/reap.lock"));
+    m
+}
+
+/// Where a planned record's worktree would be (`<root>/<id>`; the record
+/// names no worktree until it turns active).
+fn worktree_of_planned(env: &TestEnv, id: &str) -> PathBuf {
+    PathBuf::from(env.record_of(id)["root"]["path"].as_str().unwrap()).join(id)
+}
+
+#[test]
+fn a_planned_record_whose_scene_does_not_add_up_is_held_and_untouched() {
+    // A crash between `git worktree add` and the record's `active`, then the
+    // scene changed by hand: each mismatch holds with its own code.
+    type Scene = fn(&TestEnv, &Path, &Path);
+    let cases: [(&str, Scene, &str); 4] = [
+        (
+            "registered, directory missing",
+            |_, _, wt| fs::remove_dir_all(wt).unwrap(),
+            "path-identity",
+        ),
+        (
+            "directory present, registration pruned",
+            |env, repo, wt| {
+                let keep = wt.with_extension("keep");
+                fs::rename(wt, &keep).unwrap();
+                env.git(repo, &["worktree", "prune"]);
+                fs::rename(&keep, wt).unwrap();
+            },
+            "not-registered",
+        ),
+        (
+            "repository gone",
+            |env, repo, _| fs::rename(repo, env.root.join("repo-moved")).unwrap(),
+            "repo-missing",
+        ),
+        (
+            "a file where the directory was",
+            |_, _, wt| {
+                fs::remove_dir_all(wt).unwrap();
+                fs::write(wt, b"not a worktree").unwrap();
+            },
+            "path-identity",
+        ),
+    ];
+    for (what, scene, code) in cases {
+        let env = TestEnv::new();
+        let repo = env.repo();
+        let id = crash_at(&env, &repo, "exec-added", "true");
+        let wt = worktree_of_planned(&env, &id);
+        scene(&env, &repo, &wt);
+        let state = state_of(&env);
+        for args in [&[][..], &["--apply"][..]] {
+            let (o, v) = reap(&env, args);
+            assert_code(&o, 1);
+            let it = item(&v, &id);
+            assert_eq!(it["disposition"], "held", "{what}: {v:#}");
+            assert_eq!(codes(it), [code], "{what}: {v:#}");
+            assert_eq!(state_of(&env), state, "{what} {args:?}: changed");
+        }
+        assert_eq!(env.record_of(&id)["state"], "planned", "{what}");
+    }
+}
+
+#[test]
+fn a_planned_record_whose_lease_is_held_is_not_finished() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let id = crash_at(&env, &repo, "exec-leased", "true");
+    let lease = PathBuf::from(env.record_of(&id)["lease"]["path"].as_str().unwrap());
+    assert!(!worktree_of_planned(&env, &id).exists());
+    // Someone holds the lease shared, as a consumer would.
+    let held = fs::File::open(&lease).unwrap();
+    held.lock_shared().unwrap();
+    let state = state_of(&env);
+    let (o, v) = reap(&env, &["--apply"]);
+    assert_code(&o, 1);
+    assert_eq!(item(&v, &id)["disposition"], "held", "{v:#}");
+    assert_eq!(codes(item(&v, &id)), ["consumer-alive"], "{v:#}");
+    assert_eq!(state_of(&env), state, "a held reap changed something");
+    assert_eq!(env.record_of(&id)["state"], "planned");
+    // Positive control: released, the record is finished and its lease file
+    // unlinked.
+    drop(held);
+    let (o, v) = reap(&env, &["--apply"]);
+    assert_code(&o, 0);
+    assert_eq!(item(&v, &id)["disposition"], "removed", "{v:#}");
+    assert!(
+        !lease.exists(),
+        "the lease file of a finished record is unlinked"
+    );
+    assert_finished(&env, &repo, &id);
+}
+
+#[test]
+fn a_planned_record_whose_lease_file_is_gone_is_finished() {
+    // Nobody can hold a lease file that does not exist: lease-missing is no
+    // reason to keep a record of a worktree that was never added.
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let id = crash_at(&env, &repo, "exec-leased", "true");
+    let lease = PathBuf::from(env.record_of(&id)["lease"]["path"].as_str().unwrap());
+    fs::remove_file(&lease).unwrap();
+    let (o, v) = reap(&env, &["--apply"]);
+    assert_code(&o, 0);
+    assert_eq!(item(&v, &id)["disposition"], "removed", "{v:#}");
+    assert_finished(&env, &repo, &id);
+}
