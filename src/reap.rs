@@ -788,7 +788,24 @@ impl Reaper<'_> {
                 None
             }
             Some(l) if !self.apply => {
-                let (pids, _) = crate::procs::holders(l.id());
+                // A dry run never locks; it checks the lease file's identity
+                // by name as the apply's gate 3 would, then who has it open
+                // (only while it exists: a deleted file's inode number may
+                // already name another file).
+                let seen = crate::safety::lstat(&l.path());
+                match crate::plan::check_lease_seen(l.id(), rec.uid, seen) {
+                    Ok(()) => {}
+                    Err(h) if h.reason == HoldReason::LeaseMissing => lease_missing = true,
+                    Err(h) => {
+                        item.hold(h);
+                        return Ok(());
+                    }
+                }
+                let (pids, _) = if lease_missing {
+                    (Vec::new(), 0)
+                } else {
+                    crate::procs::holders(l.id())
+                };
                 if !pids.is_empty() {
                     let pids: Vec<String> = pids.iter().map(u32::to_string).collect();
                     item.hold(Hold::new(
@@ -954,6 +971,19 @@ mod tests {
         assert_eq!(found(&base.path().join("none")).unwrap(), Found::Absent);
         // A name below a file gives ENOTDIR: no proof of absence.
         assert!(found(&file.join("below")).is_err());
+    }
+
+    #[test]
+    fn until_says_when_a_retention_ends_or_ended() {
+        assert_eq!(
+            until(Some("2026-12-01T00:00:00Z"), false),
+            " until 2026-12-01T00:00:00Z"
+        );
+        assert_eq!(
+            until(Some("2026-12-01T00:00:00Z"), true),
+            ", expired at 2026-12-01T00:00:00Z"
+        );
+        assert_eq!(until(None, true), "");
     }
 
     #[test]

@@ -1542,3 +1542,66 @@ fn a_planned_record_whose_lease_file_is_gone_is_finished() {
     assert_eq!(item(&v, &id)["disposition"], "removed", "{v:#}");
     assert_finished(&env, &repo, &id);
 }
+
+#[test]
+fn a_stopped_retire_is_resumed_only_when_its_lease_is_free() {
+    // A retire that crashed before removal leaves the record `retiring`. Reap
+    // resumes it only under the lease's exclusive lock, which a dry run never
+    // takes (it reads who has the lease open instead).
+    let cases: [(&str, &str, &str); 3] = [
+        ("held", "retire-in-progress", "retire-in-progress"),
+        ("lock-error", "lock-unsupported", "would-finish"),
+        ("lease-gone", "lease-missing", "lease-missing"),
+    ];
+    for (case, apply_code, dry) in cases {
+        let env = TestEnv::new();
+        let repo = env.repo();
+        let id = crash_at(&env, &repo, "retire-before-remove", "true");
+        let wt = worktree_of(&env, &id);
+        let lease = PathBuf::from(env.record_of(&id)["lease"]["path"].as_str().unwrap());
+        let mut vars = vec![];
+        let mut held = None;
+        match case {
+            "held" => {
+                let f = fs::File::open(&lease).unwrap();
+                f.lock_shared().unwrap();
+                held = Some(f);
+            }
+            "lock-error" => vars.push(("LEASE_FI_LOCK_ERROR", "1")),
+            _ => fs::remove_file(&lease).unwrap(),
+        }
+        let (state, tree) = (state_of(&env), manifest(&wt));
+        let run = |args: &[&str]| {
+            let o = env
+                .lease()
+                .envs(vars.iter().copied())
+                .args(["reap", "--json"])
+                .args(args)
+                .output()
+                .unwrap();
+            let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+            (o, v)
+        };
+        let (o, v) = run(&[]);
+        let it = item(&v, &id);
+        if dry == "would-finish" {
+            assert_code(&o, 0);
+            assert_eq!(it["disposition"], dry, "{case}: {v:#}");
+        } else {
+            assert_eq!(o.status.code(), Some(1), "{case}: {v:#}");
+            assert_eq!(codes(it), [dry], "{case}: {v:#}");
+        }
+        let (o, v) = run(&["--apply"]);
+        assert_code(&o, 1);
+        assert_eq!(item(&v, &id)["disposition"], "held", "{case}: {v:#}");
+        assert_eq!(codes(item(&v, &id)), [apply_code], "{case}: {v:#}");
+        assert_eq!(
+            state_of(&env),
+            state,
+            "{case}: a held reap changed something"
+        );
+        assert_eq!(manifest(&wt), tree, "{case}");
+        assert_eq!(env.record_of(&id)["state"], "retiring", "{case}");
+        drop(held);
+    }
+}
