@@ -109,6 +109,7 @@ pub(super) fn scan_orphans(
         }
     };
     let now = crate::registry::now();
+    let clock = std::time::SystemTime::now();
     let mut seen = BTreeMap::new();
     for o in found.values_mut() {
         o.first_seen = match known.as_ref().and_then(|k| k.get(&o.path)) {
@@ -119,7 +120,7 @@ pub(super) fn scan_orphans(
         o.past_grace = o
             .first_seen
             .as_deref()
-            .is_some_and(|t| past_grace(t, crate::policy::current().orphan_grace.value));
+            .is_some_and(|t| past_grace(t, crate::policy::current().orphan_grace.value, clock));
         if let Some(t) = &o.first_seen {
             seen.insert(
                 o.path.clone(),
@@ -139,12 +140,12 @@ pub(super) fn scan_orphans(
     report.orphans = found.into_values().collect();
 }
 
-/// True if `first_seen` (RFC 3339) lies more than `grace_secs` in the past;
+/// True if `first_seen` (RFC 3339) lies more than `grace_secs` before `now`;
 /// an unreadable time is not past grace (nothing is inferred from it).
-fn past_grace(first_seen: &str, grace_secs: u64) -> bool {
+fn past_grace(first_seen: &str, grace_secs: u64, now: std::time::SystemTime) -> bool {
     humantime::parse_rfc3339(first_seen)
         .ok()
-        .and_then(|t| std::time::SystemTime::now().duration_since(t).ok())
+        .and_then(|t| now.duration_since(t).ok())
         .is_some_and(|age| age.as_secs() > grace_secs)
 }
 
@@ -415,9 +416,23 @@ mod tests {
 
     #[test]
     fn grace_is_measured_from_first_seen() {
-        assert!(past_grace("2020-01-01T00:00:00Z", 3600));
-        assert!(!past_grace(&crate::registry::now(), 3600));
-        assert!(!past_grace("not a time", 0), "unreadable is not past grace");
+        let seen = "2026-01-01T00:00:00Z";
+        let at = humantime::parse_rfc3339(seen).unwrap();
+        let later = |s| at + std::time::Duration::from_secs(s);
+        assert!(past_grace(seen, 3600, later(3601)));
+        assert!(
+            !past_grace(seen, 3600, later(3600)),
+            "exactly the grace is not past it"
+        );
+        assert!(!past_grace(seen, 3600, later(10)));
+        assert!(
+            !past_grace(seen, 0, at - std::time::Duration::from_secs(5)),
+            "a time ahead of now"
+        );
+        assert!(
+            !past_grace("not a time", 0, later(1)),
+            "unreadable is not past grace"
+        );
     }
 
     #[test]

@@ -1605,3 +1605,52 @@ fn a_stopped_retire_is_resumed_only_when_its_lease_is_free() {
         drop(held);
     }
 }
+
+#[test]
+fn a_worktree_root_or_repository_that_cannot_be_read_makes_the_reap_incomplete() {
+    // No worktree root at all is nothing to scan; one that cannot be listed,
+    // or a repository behind a file, is a problem, never "nothing there".
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let (o, id) = lease_new(&env, &repo, &[], &["exec", "--keep", "--", "true"]);
+    assert_code(&o, 0);
+    let wt = worktree_of(&env, &id);
+    let top = env.state.join("worktrees");
+    let aside = env.root.join("worktrees-aside");
+    fs::rename(&top, &aside).unwrap();
+    let (o, v) = reap(&env, &[]);
+    assert_code(&o, 0);
+    assert_eq!(v["complete"], true, "{v:#}");
+
+    fs::write(&top, b"not a directory").unwrap();
+    let state = state_of(&env);
+    let (o, v) = reap(&env, &[]);
+    assert_code(&o, 3);
+    assert_eq!(v["complete"], false, "{v:#}");
+    assert!(v["problems"].to_string().contains("worktrees"), "{v:#}");
+    assert_eq!(state_of(&env), state, "a dry run changes nothing");
+    fs::remove_file(&top).unwrap();
+    fs::rename(&aside, &top).unwrap();
+    assert!(wt.is_dir());
+    let state = state_of(&env);
+
+    // The repository's directory replaced by a file: its `.git` cannot be
+    // looked up (ENOTDIR), which is not proof that the repository is gone.
+    let moved = env.root.join("repo-moved");
+    fs::rename(&repo, &moved).unwrap();
+    fs::write(&repo, b"not a repository").unwrap();
+    let (o, v) = reap(&env, &[]);
+    assert_code(&o, 3);
+    assert_eq!(v["complete"], false, "{v:#}");
+    assert!(
+        v["problems"].to_string().contains("cannot read repository"),
+        "{v:#}"
+    );
+    assert_eq!(state_of(&env), state, "a dry run changes nothing");
+    // Positive control: back in place, the reap is complete again.
+    fs::remove_file(&repo).unwrap();
+    fs::rename(&moved, &repo).unwrap();
+    let (o, v) = reap(&env, &[]);
+    assert_code(&o, 0);
+    assert_eq!(v["complete"], true, "{v:#}");
+}
