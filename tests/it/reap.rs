@@ -1607,7 +1607,7 @@ fn a_stopped_retire_is_resumed_only_when_its_lease_is_free() {
 }
 
 #[test]
-fn a_worktree_root_or_repository_that_cannot_be_read_makes_the_reap_incomplete() {
+fn a_worktree_root_scratch_or_repository_that_cannot_be_read_makes_the_reap_incomplete() {
     // No worktree root at all is nothing to scan; one that cannot be listed,
     // or a repository behind a file, is a problem, never "nothing there".
     let env = TestEnv::new();
@@ -1615,22 +1615,26 @@ fn a_worktree_root_or_repository_that_cannot_be_read_makes_the_reap_incomplete()
     let (o, id) = lease_new(&env, &repo, &[], &["exec", "--keep", "--", "true"]);
     assert_code(&o, 0);
     let wt = worktree_of(&env, &id);
-    let top = env.state.join("worktrees");
-    let aside = env.root.join("worktrees-aside");
-    fs::rename(&top, &aside).unwrap();
-    let (o, v) = reap(&env, &[]);
-    assert_code(&o, 0);
-    assert_eq!(v["complete"], true, "{v:#}");
+    // The worktree root and the scratch directory: each absent is nothing
+    // to scan, each a file is a problem.
+    for name in ["worktrees", "scratch"] {
+        let top = env.state.join(name);
+        let aside = env.root.join(format!("{name}-aside"));
+        fs::rename(&top, &aside).unwrap();
+        let (o, v) = reap(&env, &[]);
+        assert_code(&o, 0);
+        assert_eq!(v["complete"], true, "{name} absent: {v:#}");
 
-    fs::write(&top, b"not a directory").unwrap();
-    let state = state_of(&env);
-    let (o, v) = reap(&env, &[]);
-    assert_code(&o, 3);
-    assert_eq!(v["complete"], false, "{v:#}");
-    assert!(v["problems"].to_string().contains("worktrees"), "{v:#}");
-    assert_eq!(state_of(&env), state, "a dry run changes nothing");
-    fs::remove_file(&top).unwrap();
-    fs::rename(&aside, &top).unwrap();
+        fs::write(&top, b"not a directory").unwrap();
+        let state = state_of(&env);
+        let (o, v) = reap(&env, &[]);
+        assert_code(&o, 3);
+        assert_eq!(v["complete"], false, "{name} a file: {v:#}");
+        assert!(v["problems"].to_string().contains(name), "{v:#}");
+        assert_eq!(state_of(&env), state, "a dry run changes nothing");
+        fs::remove_file(&top).unwrap();
+        fs::rename(&aside, &top).unwrap();
+    }
     assert!(wt.is_dir());
     let state = state_of(&env);
 
