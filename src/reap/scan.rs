@@ -482,5 +482,39 @@ mod tests {
         assert_eq!(load_orphans(&root).unwrap(), m);
         fs::write(orphans_file(&root), b"{").unwrap();
         assert!(load_orphans(&root).is_err());
+        // A newer schema is left alone, never read as ours.
+        fs::write(orphans_file(&root), br#"{"schema": 2, "orphans": {}}"#).unwrap();
+        let e = load_orphans(&root).unwrap_err();
+        assert!(e.contains("schema 2"), "{e}");
+        // Unreadable (a directory) is an error; only absence is "none seen".
+        fs::remove_file(orphans_file(&root)).unwrap();
+        fs::create_dir(orphans_file(&root)).unwrap();
+        assert!(load_orphans(&root).is_err());
+    }
+
+    #[test]
+    fn found_kind_never_takes_an_error_for_absence() {
+        let t = tempfile::tempdir().unwrap();
+        let file = t.path().join("file");
+        fs::write(&file, b"x").unwrap();
+        std::os::unix::fs::symlink(t.path(), t.path().join("link")).unwrap();
+        assert_eq!(found_kind(t.path()).unwrap(), OrphanKind::Directory);
+        assert_eq!(found_kind(&file).unwrap(), OrphanKind::File);
+        assert_eq!(
+            found_kind(&t.path().join("link")).unwrap(),
+            OrphanKind::Symlink
+        );
+        assert_eq!(
+            found_kind(Path::new("/dev/null")).unwrap(),
+            OrphanKind::Other
+        );
+        assert_eq!(
+            found_kind(&t.path().join("none")).unwrap(),
+            OrphanKind::Missing
+        );
+        assert!(
+            found_kind(&file.join("below")).is_err(),
+            "ENOTDIR is not absence"
+        );
     }
 }
