@@ -789,12 +789,11 @@ impl Reaper<'_> {
             }
             Some(l) if !self.apply => {
                 // A dry run never locks; it checks the lease file's identity
-                // by name as the apply's gate 3 would, then who has it open
-                // (only while it exists: a deleted file's inode number may
-                // already name another file).
-                let seen = crate::safety::lstat(&l.path());
-                match crate::plan::check_lease_seen(l.id(), rec.uid, seen) {
-                    Ok(()) => {}
+                // as the apply's gate 3 does (open_checked, closed at once),
+                // then who has it open (only while it exists: a deleted
+                // file's inode number may already name another file).
+                match crate::lease::open_checked(l, rec.uid) {
+                    Ok(_) => {}
                     Err(h) if h.reason == HoldReason::LeaseMissing => lease_missing = true,
                     Err(h) => {
                         item.hold(h);

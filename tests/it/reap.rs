@@ -1548,10 +1548,11 @@ fn a_stopped_retire_is_resumed_only_when_its_lease_is_free() {
     // A retire that crashed before removal leaves the record `retiring`. Reap
     // resumes it only under the lease's exclusive lock, which a dry run never
     // takes (it reads who has the lease open instead).
-    let cases: [(&str, &str, &str); 3] = [
+    let cases: [(&str, &str, &str); 4] = [
         ("held", "retire-in-progress", "retire-in-progress"),
         ("lock-error", "lock-unsupported", "would-finish"),
         ("lease-gone", "lease-missing", "lease-missing"),
+        ("lease-replaced", "lease-identity", "lease-identity"),
     ];
     for (case, apply_code, dry) in cases {
         let env = TestEnv::new();
@@ -1568,7 +1569,13 @@ fn a_stopped_retire_is_resumed_only_when_its_lease_is_free() {
                 held = Some(f);
             }
             "lock-error" => vars.push(("LEASE_FI_LOCK_ERROR", "1")),
-            _ => fs::remove_file(&lease).unwrap(),
+            "lease-gone" => fs::remove_file(&lease).unwrap(),
+            _ => {
+                // Another file under the lease's name (a new inode).
+                let new = lease.with_extension("new");
+                fs::write(&new, b"").unwrap();
+                fs::rename(&new, &lease).unwrap();
+            }
         }
         let (state, tree) = (state_of(&env), manifest(&wt));
         let run = |args: &[&str]| {
