@@ -1065,6 +1065,10 @@ mod tests {
         assert_eq!(MinFree::parse("500M").unwrap(), MinFree::Bytes(500 << 20));
         assert_eq!(MinFree::parse("10G").unwrap(), MinFree::Bytes(10 << 30));
         assert_eq!(MinFree::parse("4096").unwrap(), MinFree::Bytes(4096));
+        assert_eq!(MinFree::parse("64K").unwrap(), MinFree::Bytes(64 << 10));
+        assert_eq!(MinFree::parse("1T").unwrap(), MinFree::Bytes(1 << 40));
+        // SPEC/Commands: admission's default watermark is 1 GiB free.
+        assert_eq!(DEFAULT_MIN_FREE, MinFree::parse("1G").unwrap());
         assert_eq!(MinFree::parse("1GiB").unwrap(), MinFree::Bytes(1 << 30));
         assert_eq!(MinFree::parse("5%").unwrap(), MinFree::Percent(5));
         assert!(MinFree::parse("101%").is_err());
