@@ -1665,3 +1665,28 @@ fn a_worktree_root_scratch_or_repository_that_cannot_be_read_makes_the_reap_inco
     assert_code(&o, 0);
     assert_eq!(v["complete"], true, "{v:#}");
 }
+
+#[test]
+fn a_stopped_retire_whose_worktree_and_lease_file_are_gone_is_completed() {
+    // git removed the worktree and the lease file was unlinked before the
+    // crash: nothing is left to protect, the dry run and the apply agree.
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let id = crash_at(&env, &repo, "retire-before-remove", "true");
+    let wt = worktree_of(&env, &id);
+    env.git(&repo, &["worktree", "remove", wt.to_str().unwrap()]);
+    let lease = PathBuf::from(env.record_of(&id)["lease"]["path"].as_str().unwrap());
+    fs::remove_file(&lease).unwrap();
+    let (o, v) = reap(&env, &[]);
+    assert_code(&o, 0);
+    assert_eq!(item(&v, &id)["disposition"], "would-remove", "{v:#}");
+    let (o, v) = reap(&env, &["--apply"]);
+    assert_code(&o, 0);
+    assert_eq!(item(&v, &id)["disposition"], "removed", "{v:#}");
+    let rec = env.record_of(&id);
+    assert_eq!(
+        rec["tombstone"]["evidence"]["lease_missing"], true,
+        "{rec:#}"
+    );
+    assert_finished(&env, &repo, &id);
+}
