@@ -598,3 +598,25 @@ fn reap_archives_where_the_config_says() {
         vec![(format!("refs/lease/archive/{id}/head"), tip)]
     );
 }
+
+#[test]
+fn a_bundle_archive_pushes_nothing_to_the_remote() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let remote = env.root.join("remote.git");
+    let before = remote_refs(&env, &remote, "refs/");
+    let (id, _) = kept(&env, &repo, "feat", PRIVATE_WORK);
+    let o = env
+        .lease()
+        .args(["retire", &id, "--json"])
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+    let rec = env.record_of(&id);
+    assert_eq!(rec["archive"]["kind"], "bundle", "{rec:#}");
+    assert_eq!(
+        remote_refs(&env, &remote, "refs/"),
+        before,
+        "the default archive (a bundle) leaves the remote as it was"
+    );
+}

@@ -644,6 +644,7 @@ fn reap_never_touches_a_retained_or_adopted_worktree() {
         .unwrap();
     assert_code(&o, 1);
     assert_eq!(reasons(&o), ["retained"]);
+    assert_eq!(disposition(&o), "retained");
 }
 
 #[test]
@@ -785,6 +786,7 @@ fn hold_and_release_round_trip() {
     let o = run(&["retire", "--json", &id]);
     assert_code(&o, 1);
     assert_eq!(reasons(&o), ["retained"]);
+    assert_eq!(disposition(&o), "retained");
     snap.assert_held_unchanged(&env, &repo, "retained");
     // Release.
     let o = run(&["release", &id]);

@@ -220,6 +220,7 @@ fn assert_leftover_holds(setup: &str, reason: &str) {
         .unwrap();
     assert_code(&o, 1);
     assert!(reasons(&o).contains(&reason.to_string()), "{}", stdout(&o));
+    assert_eq!(disposition(&o), "held");
     snap.assert_held_unchanged(&env, &repo, reason);
     assert!(worktree_of(&env, &id).is_dir());
 }

@@ -442,6 +442,16 @@ pub(crate) fn reasons(o: &Output) -> Vec<String> {
         .collect()
 }
 
+/// The first target's `disposition` in `lease retire --json` output.
+pub(crate) fn disposition(o: &Output) -> String {
+    let v: serde_json::Value =
+        serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", stdout(o)));
+    v["targets"][0]["disposition"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no disposition: {v:#}"))
+        .to_string()
+}
+
 /// True if the audit log's hash chain is intact: each line's `prev` is the
 /// sha256 of the line before (the first's is 64 zeros).
 pub(crate) fn audit_chain_ok(env: &TestEnv) -> bool {
