@@ -102,7 +102,7 @@ impl Engine {
             .map_err(|e| unarchived("cannot read the object format", &e))?;
         let dir = root.archives().join(&rec.id);
         crate::paths::make_private_dir(&dir).map_err(|e| unarchived("cannot create", &e))?;
-        let n = fs::read_dir(&dir).map(|d| d.count()).unwrap_or(0) + 1;
+        let n = next_bundle_number(&dir);
         let bundle = dir.join(format!("{n}.bundle"));
         let tmp = dir.join(format!(".{n}.bundle.tmp"));
         let scratch = Scratch::new(root, &rec.id, "build", &fmt, &repo, rg)
@@ -126,7 +126,18 @@ impl Engine {
             c.run()?;
             let f = fs::File::open(&tmp).at(&tmp)?;
             f.sync_all().at_do("cannot fsync", &tmp)?;
-            fs::rename(&tmp, &bundle).at_do("cannot rename into", &bundle)?;
+            // Never over a bundle that exists (renameat2 RENAME_NOREPLACE,
+            // Linux 3.15; EEXIST otherwise): a verified bundle is never
+            // replaced by name.
+            rustix::fs::renameat_with(
+                rustix::fs::CWD,
+                &tmp,
+                rustix::fs::CWD,
+                &bundle,
+                rustix::fs::RenameFlags::NOREPLACE,
+            )
+            .map_err(std::io::Error::from)
+            .at_do("cannot rename into", &bundle)?;
             crate::paths::sync_dir(&dir)
         })();
         drop(scratch);
@@ -354,6 +365,27 @@ pub(crate) fn read_header(f: &mut fs::File) -> Option<BundleHeader> {
     parse_bundle_header(&head)
 }
 
+/// The number of the next bundle in a record's archive directory `dir`: one
+/// more than the largest `<n>.bundle` there, 1 for none (or an unreadable
+/// directory: the rename then refuses to replace anything). Counting the
+/// entries instead would reuse a number once an older bundle of several is
+/// gone.
+fn next_bundle_number(dir: &Path) -> u64 {
+    let largest = fs::read_dir(dir).map_or(0, |d| {
+        d.flatten()
+            .filter_map(|e| {
+                e.file_name()
+                    .to_str()?
+                    .strip_suffix(".bundle")?
+                    .parse::<u64>()
+                    .ok()
+            })
+            .max()
+            .unwrap_or(0)
+    });
+    largest + 1
+}
+
 /// Parses the text header of a v2 or v3 bundle (gitformat-bundle(5)).
 fn parse_bundle_header(bytes: &[u8]) -> Option<BundleHeader> {
     let mut lines = bytes.split(|&b| b == b'\n');
@@ -455,6 +487,17 @@ pub(super) fn archive_outside(
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_next_bundle_number_follows_the_largest_never_the_count() {
+        let t = tempfile::tempdir().unwrap();
+        assert_eq!(next_bundle_number(t.path()), 1);
+        assert_eq!(next_bundle_number(&t.path().join("none")), 1);
+        for name in ["3.bundle", "1.bundle", ".4.bundle.tmp", "x.bundle", "7"] {
+            fs::write(t.path().join(name), b"").unwrap();
+        }
+        assert_eq!(next_bundle_number(t.path()), 4);
+    }
 
     #[test]
     fn bundle_header() {

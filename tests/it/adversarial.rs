@@ -1114,6 +1114,9 @@ fn c12_git_locks_and_operations_in_progress() {
 /// Runs a retire paused at `step`, lets `tamper` act, resumes, and returns the output.
 fn paused_retire(fx: &Fx, id: &str, step: &str, tamper: impl FnOnce()) -> Output {
     let fi = fx.env.file(&format!("fi-{step}"));
+    // A fresh directory each time: a second pause at the same step must not
+    // see the first one's files.
+    let _ = fs::remove_dir_all(&fi);
     fs::create_dir_all(&fi).unwrap();
     let mut c = fx.env.lease();
     c.env("LEASE_FI_PAUSE", step)
@@ -2465,4 +2468,70 @@ fn c15_a_filter_driver_configured_during_the_session_never_runs() {
         .status();
     env.git(&wt, &["status", "--porcelain"]);
     assert!(log.exists(), "control: the filter is live for plain git");
+}
+
+#[test]
+fn a_second_archive_of_one_record_never_replaces_the_first() {
+    // A retire that archived and then held (a file appeared while the bundle
+    // was written) keeps its verified bundle; a retire after a new commit
+    // archives again under a new name. No bundle is ever written over one
+    // that exists, even once an older bundle of several is gone.
+    let fx = Fx::new();
+    let (id, wt) =
+        fx.worktree("git checkout -q --detach && echo a > a && git add a && git commit -qm a");
+    let late = wt.join("late.txt");
+    let commit = |msg: &str| {
+        fx.env.git(
+            &wt,
+            &[
+                "-c",
+                "core.hooksPath=/dev/null",
+                "commit",
+                "-q",
+                "--allow-empty",
+                "-m",
+                msg,
+            ],
+        );
+    };
+    let held_after_archiving = || {
+        let o = paused_retire(&fx, &id, "archive-written", || {
+            fs::write(&late, "late").unwrap()
+        });
+        assert_code(&o, 1);
+        assert_eq!(reasons(&o), ["untracked"], "{}", stdout(&o));
+        fs::remove_file(&late).unwrap();
+    };
+    held_after_archiving();
+    let first = bundles(&fx, &id);
+    assert_eq!(first.len(), 1, "{first:?}");
+    let first_bytes = fs::read(&first[0]).unwrap();
+    commit("b");
+    held_after_archiving();
+    let dir = fx.env.state.join("archives").join(&id);
+    let second = dir.join("2.bundle");
+    let second_bytes = fs::read(&second).unwrap();
+    assert_eq!(
+        fs::read(&first[0]).unwrap(),
+        first_bytes,
+        "1.bundle untouched"
+    );
+    // The older, unreferenced bundle is deleted by hand; the next archive
+    // must still not reuse a name.
+    fs::remove_file(&first[0]).unwrap();
+    commit("c");
+    let o = fx.retire(&id);
+    assert_code(&o, 0);
+    let rec = fx.env.record_of(&id);
+    assert_eq!(rec["state"], "removed");
+    assert_eq!(
+        rec["archive"]["location"].as_str().unwrap(),
+        dir.join("3.bundle").to_str().unwrap(),
+        "{rec:#}"
+    );
+    assert_eq!(
+        fs::read(&second).unwrap(),
+        second_bytes,
+        "2.bundle never replaced"
+    );
 }
