@@ -4,6 +4,8 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use sha2::Digest;
+
 use crate::support::*;
 
 /// Runs `lease exec` with a shell script in a new worktree (which exec then
@@ -98,6 +100,10 @@ fn agent_commit_is_archived_restorable_and_the_worktree_removed() {
         ],
     );
     let bundle = archive["location"].as_str().unwrap();
+    // The recorded sha256 is the bundle file's (restore and drop check it).
+    let sha = sha2::Sha256::digest(fs::read(bundle).unwrap());
+    let hex: String = sha.iter().map(|b| format!("{b:02x}")).collect();
+    assert_eq!(archive["sha256"], hex.as_str());
     env.git(
         &clone,
         &[
