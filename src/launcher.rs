@@ -1069,6 +1069,27 @@ mod tests {
         assert_eq!(MinFree::parse("1T").unwrap(), MinFree::Bytes(1 << 40));
         // SPEC/Commands: admission's default watermark is 1 GiB free.
         assert_eq!(DEFAULT_MIN_FREE, MinFree::parse("1G").unwrap());
+    }
+
+    #[test]
+    fn a_percentage_watermark_is_that_share_of_the_filesystem() {
+        let root = Path::new("/");
+        let s = rustix::fs::statvfs(root).unwrap();
+        let total = s.f_blocks * s.f_frsize;
+        let all = MinFree::Percent(100).required(root);
+        let half = MinFree::Percent(50).required(root);
+        assert!(all <= total && total - all < 100, "{all} of {total}");
+        assert!(
+            half <= total / 2 && total / 2 - half < 100,
+            "{half} of {total}"
+        );
+        assert_eq!(MinFree::Percent(0).required(root), 0);
+        assert_eq!(MinFree::Bytes(7).required(root), 7);
+        assert_eq!(
+            MinFree::Percent(5).required(Path::new("/nonexistent")),
+            u64::MAX,
+            "an unreadable filesystem never has enough"
+        );
         assert_eq!(MinFree::parse("1GiB").unwrap(), MinFree::Bytes(1 << 30));
         assert_eq!(MinFree::parse("5%").unwrap(), MinFree::Percent(5));
         assert!(MinFree::parse("101%").is_err());

@@ -113,4 +113,13 @@ fn reap_hints_lease_adopt_for_an_orphan_registration() {
         "{orphan}"
     );
     assert_eq!(orphan["past_grace"], false);
+    // Following the hint works while another record is live: only a record
+    // of this same worktree would refuse it.
+    let o = env
+        .lease()
+        .args(["adopt", wt.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+    assert_eq!(env.records().len(), 2);
 }

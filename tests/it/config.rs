@@ -462,3 +462,25 @@ fn a_configured_worktree_root_gets_its_parents_and_no_symlinked_ancestor() {
     assert!(stderr(&o).contains("symlink"), "{}", stderr(&o));
     assert_eq!(env.records().len(), records, "no record made");
 }
+
+#[test]
+fn adopting_under_a_temp_dir_is_not_refused_as_nothing_is_created_there() {
+    // The temp-root check guards what exec creates; `--adopt` creates no
+    // worktree, so it needs no allowance.
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let wt = env.root.join("side");
+    env.git(
+        &repo,
+        &["worktree", "add", "-q", "-b", "side", wt.to_str().unwrap()],
+    );
+    let o = env
+        .lease()
+        .env_remove("LEASE_ALLOW_TEMP_ROOT")
+        .args(["exec", "--adopt", wt.to_str().unwrap(), "--", "true"])
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+    assert_eq!(env.record()["origin"], "adopted");
+    assert!(wt.is_dir());
+}
