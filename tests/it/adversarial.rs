@@ -2535,3 +2535,29 @@ fn a_second_archive_of_one_record_never_replaces_the_first() {
         "2.bundle never replaced"
     );
 }
+
+#[test]
+fn d2_a_git_probe_that_fails_holds_and_only_a_real_retire_records_it() {
+    // A corrupt index: `git ls-files` fails, the evidence cannot be
+    // gathered, and the retire holds `git-failed`. A dry run changes nothing,
+    // the record included; a retire records the attempt.
+    let fx = Fx::new();
+    let (id, wt) = fx.worktree("true");
+    let admin = admin_dir(&fx.repo, &wt);
+    fs::write(admin.join("index"), b"garbage index").unwrap();
+    let rec = fx.env.record_of(&id);
+    let o = fx
+        .env
+        .lease()
+        .args(["retire", "--json", "--dry-run", &id])
+        .output()
+        .unwrap();
+    assert_code(&o, 1);
+    assert_eq!(reasons(&o), ["git-failed"], "{}", stdout(&o));
+    assert_eq!(fx.env.record_of(&id), rec, "a dry run records nothing");
+    let snap = Snapshot::take(&fx.env, &fx.repo, &id);
+    let o = fx.retire(&id);
+    assert_code(&o, 1);
+    assert_eq!(reasons(&o), ["git-failed"], "{}", stdout(&o));
+    snap.assert_held_unchanged(&fx.env, &fx.repo, "git-failed");
+}
