@@ -2561,3 +2561,51 @@ fn d2_a_git_probe_that_fails_holds_and_only_a_real_retire_records_it() {
     assert_eq!(reasons(&o), ["git-failed"], "{}", stdout(&o));
     snap.assert_held_unchanged(&fx.env, &fx.repo, "git-failed");
 }
+
+#[test]
+fn gate8_a_git_that_misreports_worktree_remove_is_caught_by_the_read_back() {
+    // Gate 8 reads back after `git worktree remove`: the directory must be
+    // gone and the registration too, whatever git's exit status says. Two
+    // lying gits (via LEASE_GIT): one exits 0 and does nothing (the tree is
+    // intact: back to terminal), one removes it and then recreates the
+    // directory (registration gone, directory back: stays retiring for reap).
+    let real = which("git");
+    let scan = "r=; p=; last=; for a in \"$@\"; do [ \"$p\" = worktree ] && [ \"$a\" = remove ] && r=1; p=$a; last=$a; done";
+    let cases: [(&str, &str, &str); 2] = [
+        ("does nothing", "exit 0", "terminal"),
+        (
+            "recreates the directory",
+            "\"$REAL\" \"$@\" && mkdir \"$last\"; exit $?",
+            "retiring",
+        ),
+    ];
+    for (what, lie, state) in cases {
+        let fx = Fx::new();
+        let (id, wt) = fx.worktree("true");
+        let git = fx.env.file("lying-git");
+        write_exe(
+            &git,
+            &format!(
+                "#!/bin/sh\nREAL='{}'\n{scan}\nif [ -n \"$r\" ]; then {lie}; fi\nexec \"$REAL\" \"$@\"\n",
+                real.display()
+            ),
+        );
+        let tree = manifest(&wt);
+        let o = fx
+            .env
+            .lease()
+            .env("LEASE_GIT", &git)
+            .args(["retire", "--json", &id])
+            .output()
+            .unwrap();
+        assert_code(&o, 1);
+        assert_eq!(reasons(&o), ["git-failed"], "{what}: {}", stdout(&o));
+        let rec = fx.env.record_of(&id);
+        assert_eq!(rec["state"], state, "{what}: {rec:#}");
+        assert!(rec["tombstone"].is_null(), "{what}: no tombstone");
+        if state == "terminal" {
+            assert_eq!(manifest(&wt), tree, "{what}: the tree is intact");
+        }
+        assert!(wt.is_dir(), "{what}");
+    }
+}

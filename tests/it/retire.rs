@@ -201,6 +201,12 @@ fn daemonized_grandchild_keeps_the_lease_after_the_command_exits() {
         .unwrap();
     assert_code(&o, 1);
     assert_eq!(reasons(&o), ["consumer-alive"]);
+    // The hold names who holds the lease.
+    assert!(
+        stdout(&o).contains(&format!("pid {daemon}")),
+        "{}",
+        stdout(&o)
+    );
     snap.assert_held_unchanged(&env, &repo, "consumer-alive");
     signal(daemon, "KILL");
     wait_until("the daemon to die", || !alive(daemon));
