@@ -894,3 +894,61 @@ fn an_old_git_is_refused_and_the_version_used_is_recorded() {
     assert!(stderr(&o).contains("git 2.36 or newer"), "{}", stderr(&o));
     assert!(stderr(&o).contains("2.20.1"), "{}", stderr(&o));
 }
+
+/// Without `origin`, the trusted remote is the branch's upstream remote, and
+/// only if that remote exists: a stale `branch.<b>.remote` naming a removed
+/// remote whose tracking refs were left behind makes nothing durable. (git
+/// itself resolves no upstream for a remote that does not exist, measured on
+/// 2.47; lease checks the remote list as well.)
+#[test]
+fn the_upstream_remote_is_trusted_only_while_it_exists() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    env.git(&repo, &["remote", "rename", "origin", "other"]);
+    let o = env
+        .lease()
+        .current_dir(&repo)
+        .args([
+            "exec",
+            "--keep",
+            "--branch",
+            "feat",
+            "--",
+            "sh",
+            "-c",
+            "echo w > w.txt && git add w.txt && git commit -qm work",
+        ])
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+    let id = env.record()["id"].as_str().unwrap().to_string();
+    assert_code(&env.lease().args(["release", &id]).output().unwrap(), 0);
+    let tip = env.git(&repo, &["rev-parse", "feat"]);
+    let unique = |remote: &str| {
+        env.git(&repo, &["config", "branch.feat.remote", remote]);
+        env.git(&repo, &["config", "branch.feat.merge", "refs/heads/feat"]);
+        env.git(
+            &repo,
+            &["update-ref", &format!("refs/remotes/{remote}/main"), &tip],
+        );
+        let rec = env.record_of(&id);
+        let o = env
+            .lease()
+            .args(["retire", "--dry-run", "--json", &id])
+            .output()
+            .unwrap();
+        assert_code(&o, 0);
+        assert_eq!(env.record_of(&id), rec, "a dry run changes nothing");
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        v["targets"][0]["unique_commits"].as_u64().unwrap()
+    };
+    assert!(
+        unique("gone") > 0,
+        "a remote that does not exist is not trusted"
+    );
+    assert_eq!(
+        unique("other"),
+        0,
+        "the upstream remote's main has the commit"
+    );
+}
