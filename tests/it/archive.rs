@@ -114,6 +114,7 @@ fn archive_drop_holds_until_the_commit_is_on_the_remote() {
     assert_code(&o, 0);
     let r = json(&o);
     assert_eq!(r["unreachable"], serde_json::json!([]));
+    assert_eq!(r["tips"], serde_json::json!([tip]), "each tip once");
     assert!(!bundle.exists(), "the bundle is deleted");
     assert!(
         env.record_of(&id)["archive"].is_null(),
@@ -155,6 +156,39 @@ fn archive_drop_unreachable_ok_deletes_and_says_so_in_the_audit_log() {
         detail.contains("unreachable-ok") && detail.contains(&tip),
         "{detail}"
     );
+    assert!(audit_chain_ok(&env));
+}
+
+#[test]
+fn archive_drop_when_the_repository_is_gone_needs_unreachable_ok() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let (id, tip) = archived(&env, &repo, "feat");
+    let rec = env.record_of(&id);
+    let bundle = PathBuf::from(rec["archive"]["location"].as_str().unwrap());
+    let bytes = fs::read(&bundle).unwrap();
+    fs::rename(&repo, env.root.join("repo-moved")).unwrap();
+    // Nothing can be proven reachable: refused, nothing deleted.
+    let o = env
+        .lease()
+        .args(["archive", "drop", &id, "--json"])
+        .output()
+        .unwrap();
+    assert_code(&o, 1);
+    assert!(stderr(&o).contains("repo-missing"), "{}", stderr(&o));
+    assert_eq!(fs::read(&bundle).unwrap(), bytes, "the bundle is unchanged");
+    assert_eq!(env.record_of(&id)["archive"], rec["archive"]);
+    // Asked for, it drops every tip as unreachable; a bundle already deleted
+    // by hand is no error.
+    fs::remove_file(&bundle).unwrap();
+    let o = env
+        .lease()
+        .args(["archive", "drop", &id, "--unreachable-ok", "--json"])
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+    assert_eq!(json(&o)["unreachable"], serde_json::json!([tip]));
+    assert!(env.record_of(&id)["archive"].is_null());
     assert!(audit_chain_ok(&env));
 }
 
