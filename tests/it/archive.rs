@@ -521,6 +521,25 @@ fn archive_drop_of_a_remote_archive_deletes_the_archival_ref() {
         &repo,
         &["push", "-q", "origin", &format!("{tip}:refs/heads/main")],
     );
+    // An archival ref that someone moved on the remote is not ours to
+    // delete: refused, naming both commits, nothing deleted.
+    let archival = format!("refs/lease/archive/{id}/head");
+    let base = env.git(&repo, &["rev-parse", &format!("{tip}^")]);
+    env.git(&remote, &["update-ref", &archival, &base]);
+    let rec = env.record_of(&id);
+    let o = env.lease().args(["archive", "drop", &id]).output().unwrap();
+    assert_code(&o, 1);
+    assert!(
+        stderr(&o).contains(&format!("is at {base}, not the archived {tip}")),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(
+        remote_refs(&env, &remote, "refs/lease/"),
+        [(archival.clone(), base)]
+    );
+    assert_eq!(env.record_of(&id)["archive"], rec["archive"]);
+    env.git(&remote, &["update-ref", &archival, &tip]);
     let o = env
         .lease()
         .args(["archive", "drop", &id, "--json"])
