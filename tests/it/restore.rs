@@ -109,7 +109,10 @@ fn restore_after_squash_merge_brings_back_the_exact_commit_once() {
     let o = restore(&env, &[&id]);
     assert_code(&o, 1);
     assert!(stderr(&o).contains("already-restored"), "{}", stderr(&o));
-    let to = env.root.join("again");
+    // Into a directory other than lease's working directory (env.root).
+    let copies = env.root.join("copies");
+    fs::create_dir(&copies).unwrap();
+    let to = copies.join("again");
     let o = restore(
         &env,
         &[&id, "--again", "--to", to.to_str().unwrap(), "--json"],
