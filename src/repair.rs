@@ -16,9 +16,8 @@
 //! tombstone.
 
 use std::fs;
-use std::io::{ErrorKind, Read};
+use std::io::ErrorKind;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Component, Path, PathBuf};
 
 use serde::Serialize;
@@ -144,22 +143,6 @@ fn spellings(path: &Path) -> Vec<PathBuf> {
     }
     v
 }
-
-/// Reads a small file without following a symlink, trimming trailing newlines.
-fn read_small(path: &Path) -> Option<Vec<u8>> {
-    let mut f = fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path)
-        .ok()?;
-    let mut buf = Vec::new();
-    f.by_ref().take(8192).read_to_end(&mut buf).ok()?;
-    while buf.last() == Some(&b'\n') {
-        buf.pop();
-    }
-    Some(buf)
-}
-
 /// Returns the admin directories under `<common>/worktrees` (real
 /// directories, never symlinks) whose `gitdir` names `dotgit`.
 fn admins_naming(common: &Path, dotgit: &Path) -> Vec<PathBuf> {
@@ -181,7 +164,7 @@ fn admins_naming(common: &Path, dotgit: &Path) -> Vec<PathBuf> {
 /// values, git 2.48's `worktree.useRelativePaths`, are taken from the admin
 /// directory).
 fn names(admin: &Path, dotgit: &Path) -> bool {
-    let Some(text) = read_small(&admin.join("gitdir")) else {
+    let Some(text) = crate::safety::read_small(&admin.join("gitdir")) else {
         return false;
     };
     let named = PathBuf::from(std::ffi::OsStr::from_bytes(&text));
@@ -326,7 +309,7 @@ pub fn plan(reg: Option<&Registry>, git: &Git, path: &Path) -> Result<RepairPlan
     }
     plan.steps
         .push(format!("the directory `{}` is missing", plan.path));
-    if let Some(reason) = read_small(&plan.admin_dir.join("locked")) {
+    if let Some(reason) = crate::safety::read_small(&plan.admin_dir.join("locked")) {
         plan.holds.push(Hold::new(
             HoldReason::GitLocked,
             format!(

@@ -18,7 +18,6 @@
 //! immediately before the call to keep that window as short as it can.
 
 use std::fs;
-use std::io::Read;
 use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
@@ -1018,7 +1017,7 @@ pub fn linked_admin(repo: &Path, wt: &Path) -> Option<PathBuf> {
     if !fs::symlink_metadata(&dotgit).ok()?.file_type().is_file() {
         return None;
     }
-    let text = read_small(&dotgit)?;
+    let text = crate::safety::read_small(&dotgit)?;
     let admin = PathBuf::from(std::ffi::OsStr::from_bytes(text.strip_prefix(b"gitdir: ")?));
     let admin = if admin.is_absolute() {
         admin
@@ -1029,26 +1028,10 @@ pub fn linked_admin(repo: &Path, wt: &Path) -> Option<PathBuf> {
     if admin.parent()? != repo.join("worktrees") {
         return None;
     }
-    let back = read_small(&admin.join("gitdir"))?;
+    let back = crate::safety::read_small(&admin.join("gitdir"))?;
     let back = PathBuf::from(std::ffi::OsStr::from_bytes(&back));
     (back == dotgit).then_some(admin)
 }
-
-/// Reads a small text file without following a symlink, trimming the newline.
-fn read_small(path: &Path) -> Option<Vec<u8>> {
-    let mut f = fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path)
-        .ok()?;
-    let mut buf = Vec::new();
-    f.by_ref().take(8192).read_to_end(&mut buf).ok()?;
-    while buf.last() == Some(&b'\n') {
-        buf.pop();
-    }
-    Some(buf)
-}
-
 /// Free bytes for unprivileged users on the filesystem of `path` (statvfs(3)
 /// `f_bavail * f_frsize`), 0 if unknown.
 pub fn free_bytes(path: &Path) -> u64 {

@@ -396,11 +396,57 @@ pub fn traversable_by_others(path: &Path) -> bool {
     })
 }
 
+/// Reads a small text file (at most 8 KiB) without following a symlink at
+/// its last component (`O_NOFOLLOW`) or blocking on a FIFO (`O_NONBLOCK`),
+/// trimming trailing newlines. `None` if it cannot be opened or read: the
+/// callers (git's admin files: `gitdir`, `.git`, `locked`) treat that as
+/// "not proven".
+pub(crate) fn read_small(path: &Path) -> Option<Vec<u8>> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .ok()?;
+    let mut buf = Vec::new();
+    f.by_ref().take(8192).read_to_end(&mut buf).ok()?;
+    while buf.last() == Some(&b'\n') {
+        buf.pop();
+    }
+    Some(buf)
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn read_small_never_follows_a_symlink_or_waits_on_a_fifo() {
+        let t = tempfile::tempdir().unwrap();
+        let file = t.path().join("gitdir");
+        fs::write(&file, b"/r/.git/worktrees/w\n\n").unwrap();
+        assert_eq!(read_small(&file).unwrap(), b"/r/.git/worktrees/w");
+        let link = t.path().join("link");
+        std::os::unix::fs::symlink(&file, &link).unwrap();
+        assert_eq!(read_small(&link), None, "a symlink is not followed");
+        let fifo = t.path().join("fifo");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::FileType::Fifo,
+            Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        // With no writer, a blocking open would wait forever.
+        assert_eq!(read_small(&fifo).unwrap(), b"");
+        fs::write(&file, vec![b'x'; 10_000]).unwrap();
+        assert_eq!(read_small(&file).unwrap().len(), 8192, "at most 8 KiB");
+        assert_eq!(read_small(&t.path().join("none")), None);
+    }
 
     #[test]
     fn canonical_refuses_symlinks_and_dots() {

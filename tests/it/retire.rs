@@ -924,13 +924,7 @@ fn the_upstream_remote_is_trusted_only_while_it_exists() {
     let id = env.record()["id"].as_str().unwrap().to_string();
     assert_code(&env.lease().args(["release", &id]).output().unwrap(), 0);
     let tip = env.git(&repo, &["rev-parse", "feat"]);
-    let unique = |remote: &str| {
-        env.git(&repo, &["config", "branch.feat.remote", remote]);
-        env.git(&repo, &["config", "branch.feat.merge", "refs/heads/feat"]);
-        env.git(
-            &repo,
-            &["update-ref", &format!("refs/remotes/{remote}/main"), &tip],
-        );
+    let dry_unique = || {
         let rec = env.record_of(&id);
         let o = env
             .lease()
@@ -942,6 +936,15 @@ fn the_upstream_remote_is_trusted_only_while_it_exists() {
         let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
         v["targets"][0]["unique_commits"].as_u64().unwrap()
     };
+    let unique = |remote: &str| {
+        env.git(&repo, &["config", "branch.feat.remote", remote]);
+        env.git(&repo, &["config", "branch.feat.merge", "refs/heads/feat"]);
+        env.git(
+            &repo,
+            &["update-ref", &format!("refs/remotes/{remote}/main"), &tip],
+        );
+        dry_unique()
+    };
     assert!(
         unique("gone") > 0,
         "a remote that does not exist is not trusted"
@@ -951,4 +954,19 @@ fn the_upstream_remote_is_trusted_only_while_it_exists() {
         0,
         "the upstream remote's main has the commit"
     );
+    // A symbolic HEAD into the remote's own tracking refs names its default
+    // branch: here `develop`, which has the commit while `main` does not.
+    let base = env.git(&repo, &["rev-parse", &format!("{tip}^")]);
+    env.git(&repo, &["update-ref", "refs/remotes/other/main", &base]);
+    env.git(&repo, &["update-ref", "refs/remotes/other/develop", &tip]);
+    assert!(dry_unique() > 0, "main alone lacks the commit");
+    env.git(
+        &repo,
+        &[
+            "symbolic-ref",
+            "refs/remotes/other/HEAD",
+            "refs/remotes/other/develop",
+        ],
+    );
+    assert_eq!(dry_unique(), 0, "HEAD -> develop has it");
 }
