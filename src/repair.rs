@@ -649,6 +649,24 @@ mod tests {
     use std::os::unix::fs::MetadataExt;
 
     #[test]
+    fn spellings_add_the_canonical_parent_only_when_it_differs() {
+        let t = tempfile::tempdir().unwrap();
+        let base = fs::canonicalize(t.path()).unwrap();
+        fs::create_dir(base.join("real")).unwrap();
+        std::os::unix::fs::symlink(base.join("real"), base.join("link")).unwrap();
+        assert_eq!(spellings(&base.join("real/wt")), [base.join("real/wt")]);
+        assert_eq!(
+            spellings(&base.join("link/wt")),
+            [base.join("link/wt"), base.join("real/wt")]
+        );
+        assert_eq!(
+            spellings(&base.join("none/wt")),
+            [base.join("none/wt")],
+            "a missing parent has no other spelling"
+        );
+    }
+
+    #[test]
     fn paths_to_removed_are_legal() {
         for from in [
             State::Planned,

@@ -1002,6 +1002,19 @@ fn repair_refuses_what_is_not_stale_or_would_lose_commits() {
         ],
     );
     check(&live, "path-occupied");
+    // Read by a person: the plan is headed "found", not "will".
+    let o = env
+        .lease()
+        .current_dir(&repo)
+        .args(["repair", live.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_code(&o, 1);
+    assert!(
+        stdout(&o).starts_with("lease repair found:"),
+        "{}",
+        stdout(&o)
+    );
     // A commit that only its HEAD reaches.
     let lost = env.root.join("lost");
     env.git(
