@@ -391,6 +391,48 @@ fn adopt_leases_an_existing_worktree_and_never_retires_it() {
 }
 
 #[test]
+fn adopt_next_to_another_live_record_makes_its_own() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let o = env
+        .lease()
+        .current_dir(&repo)
+        .args(["exec", "--keep", "--", "true"])
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+    let other = env.record();
+    let wt = env.root.join("handoff");
+    env.git(
+        &repo,
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "-b",
+            "handoff",
+            wt.to_str().unwrap(),
+        ],
+    );
+    let o = env
+        .lease()
+        .args(["exec", "--adopt", wt.to_str().unwrap(), "--", "true"])
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+    let recs = env.records();
+    assert_eq!(recs.len(), 2, "a new record, not a session of the other");
+    let adopted = recs.iter().find(|r| r["id"] != other["id"]).unwrap();
+    assert_eq!(adopted["origin"], "adopted");
+    assert_eq!(adopted["worktree"]["path"], wt.to_str().unwrap());
+    assert_eq!(
+        env.record_of(other["id"].as_str().unwrap()),
+        other,
+        "untouched"
+    );
+}
+
+#[test]
 fn unlock_by_a_descendant_does_not_free_the_lease_while_the_launcher_lives() {
     let env = TestEnv::new();
     let repo = env.repo();
