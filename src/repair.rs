@@ -649,6 +649,23 @@ mod tests {
     use std::os::unix::fs::MetadataExt;
 
     #[test]
+    fn names_reads_absolute_and_relative_gitdir_values() {
+        let t = tempfile::tempdir().unwrap();
+        let base = fs::canonicalize(t.path()).unwrap();
+        let admin = base.join("repo/.git/worktrees/w");
+        fs::create_dir_all(&admin).unwrap();
+        let (dotgit, other) = (base.join("wt/.git"), base.join("other/.git"));
+        assert!(!names(&admin, &dotgit), "no gitdir file names nothing");
+        fs::write(admin.join("gitdir"), format!("{}\n", dotgit.display())).unwrap();
+        assert!(names(&admin, &dotgit));
+        assert!(!names(&admin, &other));
+        // git 2.48's worktree.useRelativePaths: relative to the admin directory.
+        fs::write(admin.join("gitdir"), "../../../../wt/.git\n").unwrap();
+        assert!(names(&admin, &dotgit));
+        assert!(!names(&admin, &other));
+    }
+
+    #[test]
     fn spellings_add_the_canonical_parent_only_when_it_differs() {
         let t = tempfile::tempdir().unwrap();
         let base = fs::canonicalize(t.path()).unwrap();
