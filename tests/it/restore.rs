@@ -276,6 +276,25 @@ fn resume_runs_in_a_retained_worktree_and_refuses_a_removed_one() {
     assert_eq!(env.records().len(), 1, "no new record");
     assert_eq!(env.record_of(&id)["sessions"].as_array().unwrap().len(), 2);
 
+    // The directory swapped for a copy (another inode) is not the recorded
+    // one: refused before anything runs, nothing recorded.
+    let wt = PathBuf::from(wt);
+    let aside = wt.with_extension("aside");
+    fs::rename(&wt, &aside).unwrap();
+    fs::create_dir(&wt).unwrap();
+    let rec = env.record_of(&id);
+    let o = env
+        .lease()
+        .args(["exec", "--resume", &id, "--", "touch", "ran"])
+        .output()
+        .unwrap();
+    assert_code(&o, 125);
+    assert!(stderr(&o).contains("path-identity"), "{}", stderr(&o));
+    assert!(!wt.join("ran").exists(), "the command never ran");
+    assert_eq!(env.record_of(&id), rec, "nothing recorded");
+    fs::remove_dir(&wt).unwrap();
+    fs::rename(&aside, &wt).unwrap();
+
     let (gone, _) = archived(&env, &repo, "t3");
     let o = env
         .lease()
