@@ -127,6 +127,26 @@ fn exit_codes_are_the_commands() {
 }
 
 #[test]
+fn an_orphan_that_exits_first_is_not_taken_for_the_command() {
+    // lease is a subreaper: a grandchild orphaned by its parent is
+    // re-parented to it. Here the orphan exits 3 while the command still
+    // runs (the command waits until lease has reaped it), then the command
+    // exits 7: the exit status and the record are the command's.
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let script = "( sh -c 'while [ ! -e go ]; do :; done; exit 3' & echo $! > gpid ); \
+                  g=$(cat gpid); touch go; while kill -0 \"$g\" 2>/dev/null; do :; done; exit 7";
+    let o = env
+        .lease()
+        .current_dir(&repo)
+        .args(["exec", "--keep", "--", "sh", "-c", script])
+        .output()
+        .unwrap();
+    assert_code(&o, 7);
+    assert_eq!(env.record()["outcome"]["code"], 7, "{:#}", env.record());
+}
+
+#[test]
 fn a_command_killed_by_term_shows_143_in_a_shell() {
     let env = TestEnv::new();
     let repo = env.repo();
