@@ -1002,6 +1002,14 @@ fn repair_refuses_what_is_not_stale_or_would_lose_commits() {
         ],
     );
     check(&live, "path-occupied");
+    let v: serde_json::Value = serde_json::from_slice(&run(&live).stdout).unwrap();
+    assert!(
+        v["next"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("lease retire"),
+        "an existing worktree is retire's business: {v:#}"
+    );
     // Read by a person: the plan is headed "found", not "will".
     let o = env
         .lease()
@@ -1704,4 +1712,38 @@ fn a_stopped_retire_whose_worktree_and_lease_file_are_gone_is_completed() {
         "{rec:#}"
     );
     assert_finished(&env, &repo, &id);
+}
+
+#[test]
+fn repair_by_a_symlinked_spelling_leaves_other_records_alone() {
+    // A stale registration no record claims, named through a symlinked
+    // parent (git registered the physical path), while another record is
+    // live: repair finds it by its other spelling and touches only it.
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let (_, kept) = lease_new(&env, &repo, &[], &["exec", "--keep", "--", "true"]);
+    let kept_rec = env.record_of(&kept);
+    fs::create_dir(env.root.join("real")).unwrap();
+    std::os::unix::fs::symlink(env.root.join("real"), env.root.join("link")).unwrap();
+    let wt = stale(&env, &repo, "real/gone");
+    assert!(registered(&env, &repo, &wt));
+    let o = env
+        .lease()
+        .args([
+            "repair",
+            "--json",
+            env.root.join("link/gone").to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["plan"]["path"], wt.to_str().unwrap(), "{v:#}");
+    assert!(v["plan"]["record"].is_null(), "no record claims it: {v:#}");
+    assert!(!registered(&env, &repo, &wt));
+    assert_eq!(
+        env.record_of(&kept),
+        kept_rec,
+        "the live record is untouched"
+    );
 }
