@@ -2609,3 +2609,34 @@ fn gate8_a_git_that_misreports_worktree_remove_is_caught_by_the_read_back() {
         assert!(wt.is_dir(), "{what}");
     }
 }
+
+#[test]
+fn c5_strict_process_audit_holds_what_an_ordinary_user_cannot_see() {
+    // As an ordinary user, other users' processes cannot be audited (their
+    // /proc entries are closed to us). Where others can reach the worktree
+    // (an adopted one under 0755 directories; lease's own roots are 0700),
+    // strict audit (config or LEASE_PROCESS_AUDIT) holds on that; the
+    // default does not.
+    let u = AsUser::new();
+    let o = u.sh(
+        "chmod 755 . && git init -q --bare -b main remote.git && git init -q -b main repo && cd repo \
+         && echo hi > README && git add . && git commit -qm i && git remote add origin ../remote.git \
+         && git push -q origin main && git fetch -q origin && git remote set-head origin main \
+         && git worktree add -q --detach ../side && \"$L\" adopt --json ../side",
+    );
+    assert_code(&o, 0);
+    let id = serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let wt = u.base.join("side");
+    let before = manifest(&wt);
+    let o = u.sh(&format!(
+        "LEASE_PROCESS_AUDIT=strict \"$L\" retire --json {id}"
+    ));
+    assert_code(&o, 1);
+    assert_eq!(reasons(&o), ["unprovable"], "{}{}", stdout(&o), stderr(&o));
+    assert_eq!(manifest(&wt), before, "nothing changed");
+    assert_code(&u.sh(&format!("\"$L\" retire {id}")), 0);
+    assert!(!wt.exists());
+}
