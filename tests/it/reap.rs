@@ -1747,3 +1747,77 @@ fn repair_by_a_symlinked_spelling_leaves_other_records_alone() {
         "the live record is untouched"
     );
 }
+
+#[test]
+fn repair_of_a_recorded_registration_takes_its_lease_and_reads_back() {
+    // A recorded worktree whose directory was deleted by hand. Its lease
+    // file gone is no reason to refuse (nobody can hold it); a lease that
+    // cannot be locked is; and a git that reports failure is believed even
+    // when the registration looks gone.
+    let real = which("git");
+    let lying = |env: &TestEnv| {
+        let git = env.file("lying-git");
+        write_exe(
+            &git,
+            &format!(
+                "#!/bin/sh\nr=; p=; for a in \"$@\"; do [ \"$p\" = worktree ] && [ \"$a\" = remove ] && r=1; p=$a; done\n\
+                 if [ -n \"$r\" ]; then '{0}' \"$@\"; exit 1; fi\nexec '{0}' \"$@\"\n",
+                real.display()
+            ),
+        );
+        git
+    };
+    type Case = (&'static str, Option<&'static str>, i32);
+    let cases: [Case; 3] = [
+        ("lease file gone", None, 0),
+        ("lock error", Some("lock-unsupported"), 1),
+        ("git exits 1 after removing", Some("git-failed"), 1),
+    ];
+    for (what, code, exit) in cases {
+        let env = TestEnv::new();
+        let repo = env.repo();
+        let (_, id) = lease_new(
+            &env,
+            &repo,
+            &[],
+            &["exec", "--", "sh", "-c", "echo n > notes"],
+        );
+        assert_eq!(env.record_of(&id)["state"], "terminal", "{what}");
+        let wt = worktree_of(&env, &id);
+        fs::remove_dir_all(&wt).unwrap();
+        let mut c = env.lease();
+        match what {
+            "lease file gone" => {
+                let lease = env.record_of(&id)["lease"]["path"]
+                    .as_str()
+                    .unwrap()
+                    .to_string();
+                fs::remove_file(lease).unwrap();
+            }
+            "lock error" => {
+                c.env("LEASE_FI_LOCK_ERROR", "1");
+            }
+            _ => {
+                c.env("LEASE_GIT", lying(&env));
+            }
+        }
+        let o = c
+            .args(["repair", "--json", wt.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert_code(&o, exit);
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let rec = env.record_of(&id);
+        match code {
+            None => assert_eq!(rec["state"], "removed", "{what}: {v:#}"),
+            Some(code) => {
+                assert_eq!(codes(&v), [code], "{what}: {v:#}");
+                assert_eq!(rec["state"], "terminal", "{what}: not recorded removed");
+                assert!(rec["tombstone"].is_null(), "{what}");
+                if what == "lock error" {
+                    assert!(registered(&env, &repo, &wt), "{what}: nothing changed");
+                }
+            }
+        }
+    }
+}
