@@ -147,6 +147,56 @@ fn an_orphan_that_exits_first_is_not_taken_for_the_command() {
 }
 
 #[test]
+fn a_launcher_ends_its_own_session_not_a_later_one() {
+    // Three sessions in one worktree; the middle one ends first. It must
+    // close its own session, never the later one still running.
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let (r1, r2, r3, go) = (
+        env.file("r1"),
+        env.file("r2"),
+        env.file("r3"),
+        env.file("go"),
+    );
+    let hold = |ready: &std::path::Path| format!("echo $$ > '{}'; exec sleep 600", ready.display());
+    let _l1 = env.spawn_lease(&[
+        "exec",
+        "--keep",
+        "--repo",
+        repo.to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        &hold(&r1),
+    ]);
+    read_pid(&r1);
+    let id = env.record()["id"].as_str().unwrap().to_string();
+    let wait_go = format!(
+        "echo $$ > '{}'; while [ ! -e '{}' ]; do sleep 0.05; done",
+        r2.display(),
+        go.display()
+    );
+    let l2 = env.spawn_lease(&["exec", "--resume", &id, "--", "sh", "-c", &wait_go]);
+    read_pid(&r2);
+    let l3 = env.spawn_lease(&["exec", "--resume", &id, "--", "sh", "-c", &hold(&r3)]);
+    read_pid(&r3);
+    let (p2, p3) = (l2.pid(), l3.pid());
+    fs::write(&go, "").unwrap();
+    assert_code(&l2.wait(), 0);
+    let rec = env.record_of(&id);
+    let sessions = rec["sessions"].as_array().unwrap();
+    assert_eq!(sessions.len(), 3, "{rec:#}");
+    let of = |pid: u32| sessions.iter().find(|s| s["pid"] == pid).unwrap();
+    assert!(of(p2)["ended_at"].is_string(), "{rec:#}");
+    assert!(
+        of(p3)["ended_at"].is_null(),
+        "the later session still runs: {rec:#}"
+    );
+    assert!(sessions[0]["ended_at"].is_null(), "{rec:#}");
+    drop(l3);
+}
+
+#[test]
 fn a_command_killed_by_term_shows_143_in_a_shell() {
     let env = TestEnv::new();
     let repo = env.repo();
