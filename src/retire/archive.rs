@@ -513,5 +513,12 @@ mod tests {
             "truncated header"
         );
         assert!(parse_bundle_header(b"PACK").is_none());
+        // v3 (gitformat-bundle(5)): capabilities start with `@`.
+        let v3 = b"# v3 git bundle\n@object-format=sha1\nbbb refs/lease/x/head\n\nPACK";
+        assert_eq!(parse_bundle_header(v3).unwrap().refs.len(), 1);
+        assert!(
+            parse_bundle_header(b"# v4 git bundle\nbbb refs/lease/x/head\n\nPACK").is_none(),
+            "an unknown version is not read as one we know"
+        );
     }
 }
