@@ -240,6 +240,32 @@ fn join_refuses_a_lease_that_is_not_the_one_named() {
     rec["state"] = serde_json::json!("retiring");
     fs::write(&path, serde_json::to_vec_pretty(&rec).unwrap()).unwrap();
     assert_join_refused(&env, &vars, "retire-in-progress");
+    // A record that names another lease file, or another inode.
+    let mut other = serde_json::from_slice::<serde_json::Value>(&saved).unwrap();
+    other["lease"]["path"] = serde_json::json!(env.state.join("leases/other.lease"));
+    fs::write(&path, serde_json::to_vec_pretty(&other).unwrap()).unwrap();
+    assert_join_refused(&env, &vars, "lease-identity");
+    let mut other = serde_json::from_slice::<serde_json::Value>(&saved).unwrap();
+    other["lease"]["ino"] = serde_json::json!(other["lease"]["ino"].as_u64().unwrap() + 1);
+    fs::write(&path, serde_json::to_vec_pretty(&other).unwrap()).unwrap();
+    assert_join_refused(&env, &vars, "lease-identity");
+    // No record at all: not recorded. A corrupt one is an error naming it,
+    // never taken for "no record".
+    fs::remove_file(&path).unwrap();
+    assert_join_refused(&env, &vars, "not-recorded");
+    fs::write(&path, b"{ not json").unwrap();
+    let o = env
+        .lease()
+        .envs(vars.clone())
+        .args(["join", "--", "true"])
+        .output()
+        .unwrap();
+    assert_code(&o, 125);
+    assert!(
+        stderr(&o).contains(path.to_str().unwrap()) && !stderr(&o).contains("not-recorded"),
+        "{}",
+        stderr(&o)
+    );
     fs::write(&path, &saved).unwrap();
     // Not inside a lease at all.
     let o = env.lease().args(["join", "--", "true"]).output().unwrap();
