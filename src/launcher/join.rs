@@ -139,17 +139,11 @@ pub fn parse_identity(s: &str) -> Option<(u64, u64)> {
 /// A lease taken again: the locked descriptor and the command to run with it.
 #[derive(Debug)]
 pub struct Joined {
-    id: String,
     lease: File,
     command: Vec<OsString>,
 }
 
 impl Joined {
-    /// The record id.
-    pub fn id(&self) -> &str {
-        &self.id
-    }
-
     /// The program the command names.
     pub fn program(&self) -> &std::ffi::OsStr {
         &self.command[0]
@@ -244,7 +238,6 @@ pub fn join(ticket: &Ticket, command: Vec<OsString>) -> Result<Joined> {
             format!("record {} is removed: the worktree was retired", rec.id),
         )),
         _ => Ok(Joined {
-            id: rec.id.clone(),
             lease: f,
             command,
         }),

@@ -240,6 +240,11 @@ fn join_refuses_a_lease_that_is_not_the_one_named() {
     rec["state"] = serde_json::json!("retiring");
     fs::write(&path, serde_json::to_vec_pretty(&rec).unwrap()).unwrap();
     assert_join_refused(&env, &vars, "retire-in-progress");
+    // A record already removed (its lease file not yet unlinked by a retire
+    // that crashed): nothing to join.
+    rec["state"] = serde_json::json!("removed");
+    fs::write(&path, serde_json::to_vec_pretty(&rec).unwrap()).unwrap();
+    assert_join_refused(&env, &vars, "lease-missing");
     // A record that names another lease file, or another inode.
     let mut other = serde_json::from_slice::<serde_json::Value>(&saved).unwrap();
     other["lease"]["path"] = serde_json::json!(env.state.join("leases/other.lease"));
