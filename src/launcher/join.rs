@@ -237,10 +237,7 @@ pub fn join(ticket: &Ticket, command: Vec<OsString>) -> Result<Joined> {
             HoldReason::LeaseMissing,
             format!("record {} is removed: the worktree was retired", rec.id),
         )),
-        _ => Ok(Joined {
-            lease: f,
-            command,
-        }),
+        _ => Ok(Joined { lease: f, command }),
     }
 }
 

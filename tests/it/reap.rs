@@ -1755,23 +1755,30 @@ fn repair_of_a_recorded_registration_takes_its_lease_and_reads_back() {
     // cannot be locked is; and a git that reports failure is believed even
     // when the registration looks gone.
     let real = which("git");
-    let lying = |env: &TestEnv| {
+    // A git whose `worktree remove` runs `lie` instead.
+    let lying = |env: &TestEnv, lie: &str| {
         let git = env.file("lying-git");
         write_exe(
             &git,
             &format!(
                 "#!/bin/sh\nr=; p=; for a in \"$@\"; do [ \"$p\" = worktree ] && [ \"$a\" = remove ] && r=1; p=$a; done\n\
-                 if [ -n \"$r\" ]; then '{0}' \"$@\"; exit 1; fi\nexec '{0}' \"$@\"\n",
+                 if [ -n \"$r\" ]; then {lie}; fi\nexec '{0}' \"$@\"\n",
                 real.display()
             ),
         );
         git
     };
     type Case = (&'static str, Option<&'static str>, i32);
-    let cases: [Case; 3] = [
+    let cases: [Case; 4] = [
         ("lease file gone", None, 0),
         ("lock error", Some("lock-unsupported"), 1),
         ("git exits 1 after removing", Some("git-failed"), 1),
+        // git no longer lists it, but its admin directory is still there.
+        (
+            "git exits 0 leaving the admin directory",
+            Some("git-failed"),
+            1,
+        ),
     ];
     for (what, code, exit) in cases {
         let env = TestEnv::new();
@@ -1784,6 +1791,7 @@ fn repair_of_a_recorded_registration_takes_its_lease_and_reads_back() {
         );
         assert_eq!(env.record_of(&id)["state"], "terminal", "{what}");
         let wt = worktree_of(&env, &id);
+        let admin = admin_dir(&repo, &wt);
         fs::remove_dir_all(&wt).unwrap();
         let mut c = env.lease();
         match what {
@@ -1797,8 +1805,13 @@ fn repair_of_a_recorded_registration_takes_its_lease_and_reads_back() {
             "lock error" => {
                 c.env("LEASE_FI_LOCK_ERROR", "1");
             }
+            "git exits 1 after removing" => {
+                let lie = format!("'{}' \"$@\"; exit 1", real.display());
+                c.env("LEASE_GIT", lying(&env, &lie));
+            }
             _ => {
-                c.env("LEASE_GIT", lying(&env));
+                let lie = format!("rm -f '{}/gitdir'; exit 0", admin.display());
+                c.env("LEASE_GIT", lying(&env, &lie));
             }
         }
         let o = c
