@@ -255,7 +255,10 @@ mod tests {
     #[test]
     fn identities() {
         assert_eq!(parse_identity("2049:131"), Some((2049, 131)));
-        for bad in ["", ":", "1:", ":2", "1:2:3", "0x1:2", "-1:2", "1: 2", "a:b"] {
+        // `+1` would parse as a u64: only digits are an identity.
+        for bad in [
+            "", ":", "1:", ":2", "1:2:3", "0x1:2", "-1:2", "+1:2", "1:+2", "1: 2", "a:b",
+        ] {
             assert_eq!(parse_identity(bad), None, "{bad}");
         }
     }
