@@ -787,37 +787,35 @@ impl Reaper<'_> {
                 lease_missing = true;
                 None
             }
-            Some(l) if !self.apply => {
-                // A dry run never locks; it checks the lease file's identity
-                // as the apply's gate 3 does (open_checked, closed at once),
-                // then who has it open (only while it exists: a deleted
-                // file's inode number may already name another file).
-                match crate::lease::open_checked(l, rec.uid) {
-                    Ok(_) => {}
-                    Err(h) if h.reason == HoldReason::LeaseMissing => lease_missing = true,
-                    Err(h) => {
-                        item.hold(h);
-                        return Ok(());
-                    }
+            // A dry run never locks: it checks the lease file's identity as
+            // the apply's gate 3 does (open_checked, closed at once), then who
+            // has it open (only while it exists: a deleted file's inode
+            // number may already name another file).
+            Some(l) if !self.apply => match crate::lease::open_checked(l, rec.uid) {
+                Err(h) if h.reason == HoldReason::LeaseMissing => {
+                    lease_missing = true;
+                    None
                 }
-                let (pids, _) = if lease_missing {
-                    (Vec::new(), 0)
-                } else {
-                    crate::procs::holders(l.id())
-                };
-                if !pids.is_empty() {
-                    let pids: Vec<String> = pids.iter().map(u32::to_string).collect();
-                    item.hold(Hold::new(
-                        HoldReason::RetireInProgress,
-                        format!(
-                            "pid {} has the lease open: a retire may be running",
-                            pids.join(", ")
-                        ),
-                    ));
+                Err(h) => {
+                    item.hold(h);
                     return Ok(());
                 }
-                None
-            }
+                Ok(_) => {
+                    let (pids, _) = crate::procs::holders(l.id());
+                    if !pids.is_empty() {
+                        let pids: Vec<String> = pids.iter().map(u32::to_string).collect();
+                        item.hold(Hold::new(
+                            HoldReason::RetireInProgress,
+                            format!(
+                                "pid {} has the lease open: a retire may be running",
+                                pids.join(", ")
+                            ),
+                        ));
+                        return Ok(());
+                    }
+                    None
+                }
+            },
             Some(l) => match crate::lease::try_exclusive_checked(l, rec.uid) {
                 Ok(f) => Some(f),
                 Err(h) if h.reason == HoldReason::ConsumerAlive => {
