@@ -383,7 +383,9 @@ fn next_bundle_number(dir: &Path) -> u64 {
             .max()
             .unwrap_or(0)
     });
-    largest + 1
+    // Saturating: a planted `18446744073709551615.bundle` must not wrap
+    // to 0 or panic; the no-replace rename refuses what follows.
+    largest.saturating_add(1)
 }
 
 /// Parses the text header of a v2 or v3 bundle (gitformat-bundle(5)).
