@@ -567,3 +567,44 @@ fn exec_in_a_hostile_git_environment_creates_where_it_was_asked() {
         "registered in this repository"
     );
 }
+
+#[test]
+fn a_creation_lock_that_is_a_symlink_is_refused_and_nothing_is_created() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let exec = || {
+        env.lease()
+            .current_dir(&repo)
+            .args(["exec", "--", "true"])
+            .output()
+            .unwrap()
+    };
+    assert_code(&exec(), 0);
+    let lock = fs::read_dir(env.state.join("locks"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .starts_with("repo-")
+        })
+        .expect("a creation lock");
+    let mode = std::os::unix::fs::MetadataExt::mode(&fs::metadata(&lock).unwrap()) & 0o777;
+    assert_eq!(mode, 0o600, "private");
+    fs::remove_file(&lock).unwrap();
+    let target = env.root.join("not-a-lock");
+    std::os::unix::fs::symlink(&target, &lock).unwrap();
+    let branches = env.git(&repo, &["branch", "--list"]);
+    let o = exec();
+    assert_code(&o, 125);
+    assert!(
+        stderr(&o).contains(lock.to_str().unwrap()),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!target.exists(), "nothing created through the symlink");
+    assert_eq!(env.git(&repo, &["branch", "--list"]), branches, "no branch");
+}
