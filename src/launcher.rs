@@ -632,19 +632,7 @@ fn creation_lock(reg: &Registry, common: &Path) -> Result<fs::File> {
         .root()
         .locks()
         .join(format!("{}.lock", repo_dir_name(common)));
-    // Private and never through a symlink, as the reaper's lock is.
-    use std::os::unix::fs::OpenOptionsExt;
-    let lock = fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(&lock_path)
-        .at_do("cannot open", &lock_path)?;
-    lock.lock().at_do("cannot lock", &lock_path)?;
-    Ok(lock)
+    crate::paths::lock_private(&lock_path)
 }
 
 /// How `git worktree add` sees repository config.

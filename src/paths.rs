@@ -297,6 +297,28 @@ fn check_local_fs(path: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Opens `path` as a lock file, creating it private (mode 0600) if missing,
+/// never through a symlink at its last component (`O_NOFOLLOW`), and takes
+/// `LOCK_EX` on it, waiting for the holder. The lock lasts while the
+/// returned file is open.
+///
+/// # Errors
+/// [`Error::Io`] naming `path` if it cannot be opened (a
+/// symlink gives `ELOOP`) or locked.
+pub fn lock_private(path: &Path) -> Result<fs::File> {
+    let f = fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+        .at_do("cannot open", path)?;
+    f.lock().at_do("cannot lock", path)?;
+    Ok(f)
+}
+
 /// Writes `bytes` to `path` atomically and durably: a temporary file in the
 /// same directory (0600), fsync, rename over `path`, fsync of the directory.
 /// After a crash `path` holds the old or the new content, never a mixture.
@@ -380,6 +402,20 @@ pub fn utf8(path: &Path) -> Result<String> {
 mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn lock_private_creates_0600_and_never_follows_a_symlink() {
+        let t = tempfile::tempdir().unwrap();
+        let path = t.path().join("x.lock");
+        let f = lock_private(&path).unwrap();
+        assert_eq!(fs::metadata(&path).unwrap().mode() & 0o777, 0o600);
+        drop(f);
+        let target = t.path().join("target");
+        let link = t.path().join("link.lock");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        assert!(lock_private(&link).is_err());
+        assert!(!target.exists(), "nothing created through the symlink");
+    }
 
     #[test]
     fn private_dir_checks() {

@@ -17,7 +17,7 @@
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
@@ -738,18 +738,7 @@ impl Registry {
 
     /// Takes the short exclusive flock on `<id>.lock`; released when the guard drops (by close, never `LOCK_UN`).
     fn lock(&self, id: &str) -> Result<fs::File> {
-        let path = self.root.records().join(format!("{id}.lock"));
-        let f = fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(&path)
-            .at_do("cannot open", &path)?;
-        f.lock().at_do("cannot lock", &path)?;
-        Ok(f)
+        crate::paths::lock_private(&self.root.records().join(format!("{id}.lock")))
     }
 }
 
