@@ -344,15 +344,11 @@ fn a4_nested_exec_on_the_same_worktree_neither_deadlocks_nor_converts() {
     assert_eq!(rec["state"], "retained");
 }
 
-fn lease_path(fx: &Fx, id: &str) -> PathBuf {
-    PathBuf::from(fx.env.record_of(id)["lease"]["path"].as_str().unwrap())
-}
-
 #[test]
 fn a5_lease_file_replaced_renamed_or_hardlinked() {
     let fx = Fx::new();
     let (id, _) = fx.worktree("true");
-    let lease = lease_path(&fx, &id);
+    let lease = fx.env.lease_of(&id);
     let old = fx.env.state.join("leases/old");
     // (ii) renamed away: missing.
     fs::rename(&lease, &old).unwrap();
@@ -392,7 +388,7 @@ fn a5_lease_file_replaced_renamed_or_hardlinked() {
 fn a5_lease_file_swapped_while_the_lock_is_taken() {
     let fx = Fx::new();
     let (id, _) = fx.worktree("true");
-    let lease = lease_path(&fx, &id);
+    let lease = fx.env.lease_of(&id);
     let old = fx.env.state.join("leases/old");
     // (i) renamed away and recreated: the name is a new inode.
     let snap = Snapshot::take(&fx.env, &fx.repo, &id);
@@ -422,7 +418,7 @@ fn a5_lease_file_swapped_while_the_lock_is_taken() {
 fn a6_lease_file_mode_owner_or_type() {
     let fx = Fx::new();
     let (id, _) = fx.worktree("true");
-    let lease = lease_path(&fx, &id);
+    let lease = fx.env.lease_of(&id);
     for mode in [0o644, 0o666] {
         fs::set_permissions(&lease, fs::Permissions::from_mode(mode)).unwrap();
         fx.refuse(&id, "lease-insecure");
@@ -1341,7 +1337,7 @@ fn d1_crash_before_removal_leaves_a_recoverable_state() {
     let bundle = rec["archive"]["location"].as_str().unwrap();
     fx.env.git(&fx.repo, &["bundle", "verify", "-q", bundle]);
     // The kernel released the lock with the crashed process.
-    let lease = lease_path(&fx, &id);
+    let lease = fx.env.lease_of(&id);
     assert_code(
         &fx.env
             .cmd("flock")
@@ -2569,8 +2565,6 @@ fn gate8_a_git_that_misreports_worktree_remove_is_caught_by_the_read_back() {
     // lying gits (via LEASE_GIT): one exits 0 and does nothing (the tree is
     // intact: back to terminal), one removes it and then recreates the
     // directory (registration gone, directory back: stays retiring for reap).
-    let real = which("git");
-    let scan = "r=; p=; last=; for a in \"$@\"; do [ \"$p\" = worktree ] && [ \"$a\" = remove ] && r=1; p=$a; last=$a; done";
     let cases: [(&str, &str, &str); 2] = [
         ("does nothing", "exit 0", "terminal"),
         (
@@ -2582,14 +2576,7 @@ fn gate8_a_git_that_misreports_worktree_remove_is_caught_by_the_read_back() {
     for (what, lie, state) in cases {
         let fx = Fx::new();
         let (id, wt) = fx.worktree("true");
-        let git = fx.env.file("lying-git");
-        write_exe(
-            &git,
-            &format!(
-                "#!/bin/sh\nREAL='{}'\n{scan}\nif [ -n \"$r\" ]; then {lie}; fi\nexec \"$REAL\" \"$@\"\n",
-                real.display()
-            ),
-        );
+        let git = fx.env.lying_git(lie);
         let tree = manifest(&wt);
         let o = fx
             .env

@@ -1526,7 +1526,7 @@ fn a_planned_record_whose_lease_is_held_is_not_finished() {
     let env = TestEnv::new();
     let repo = env.repo();
     let id = crash_at(&env, &repo, "exec-leased", "true");
-    let lease = PathBuf::from(env.record_of(&id)["lease"]["path"].as_str().unwrap());
+    let lease = env.lease_of(&id);
     assert!(!worktree_of_planned(&env, &id).exists());
     // Someone holds the lease shared, as a consumer would.
     let held = fs::File::open(&lease).unwrap();
@@ -1558,7 +1558,7 @@ fn a_planned_record_whose_lease_file_is_gone_is_finished() {
     let env = TestEnv::new();
     let repo = env.repo();
     let id = crash_at(&env, &repo, "exec-leased", "true");
-    let lease = PathBuf::from(env.record_of(&id)["lease"]["path"].as_str().unwrap());
+    let lease = env.lease_of(&id);
     fs::remove_file(&lease).unwrap();
     let (o, v) = reap(&env, &["--apply"]);
     assert_code(&o, 0);
@@ -1582,7 +1582,7 @@ fn a_stopped_retire_is_resumed_only_when_its_lease_is_free() {
         let repo = env.repo();
         let id = crash_at(&env, &repo, "retire-before-remove", "true");
         let wt = worktree_of(&env, &id);
-        let lease = PathBuf::from(env.record_of(&id)["lease"]["path"].as_str().unwrap());
+        let lease = env.lease_of(&id);
         let mut vars = vec![];
         let mut held = None;
         match case {
@@ -1698,7 +1698,7 @@ fn a_stopped_retire_whose_worktree_and_lease_file_are_gone_is_completed() {
     let id = crash_at(&env, &repo, "retire-before-remove", "true");
     let wt = worktree_of(&env, &id);
     env.git(&repo, &["worktree", "remove", wt.to_str().unwrap()]);
-    let lease = PathBuf::from(env.record_of(&id)["lease"]["path"].as_str().unwrap());
+    let lease = env.lease_of(&id);
     fs::remove_file(&lease).unwrap();
     let (o, v) = reap(&env, &[]);
     assert_code(&o, 0);
@@ -1754,20 +1754,6 @@ fn repair_of_a_recorded_registration_takes_its_lease_and_reads_back() {
     // file gone is no reason to refuse (nobody can hold it); a lease that
     // cannot be locked is; and a git that reports failure is believed even
     // when the registration looks gone.
-    let real = which("git");
-    // A git whose `worktree remove` runs `lie` instead.
-    let lying = |env: &TestEnv, lie: &str| {
-        let git = env.file("lying-git");
-        write_exe(
-            &git,
-            &format!(
-                "#!/bin/sh\nr=; p=; for a in \"$@\"; do [ \"$p\" = worktree ] && [ \"$a\" = remove ] && r=1; p=$a; done\n\
-                 if [ -n \"$r\" ]; then {lie}; fi\nexec '{0}' \"$@\"\n",
-                real.display()
-            ),
-        );
-        git
-    };
     type Case = (&'static str, Option<&'static str>, i32);
     let cases: [Case; 4] = [
         ("lease file gone", None, 0),
@@ -1796,22 +1782,18 @@ fn repair_of_a_recorded_registration_takes_its_lease_and_reads_back() {
         let mut c = env.lease();
         match what {
             "lease file gone" => {
-                let lease = env.record_of(&id)["lease"]["path"]
-                    .as_str()
-                    .unwrap()
-                    .to_string();
+                let lease = env.lease_of(&id);
                 fs::remove_file(lease).unwrap();
             }
             "lock error" => {
                 c.env("LEASE_FI_LOCK_ERROR", "1");
             }
             "git exits 1 after removing" => {
-                let lie = format!("'{}' \"$@\"; exit 1", real.display());
-                c.env("LEASE_GIT", lying(&env, &lie));
+                c.env("LEASE_GIT", env.lying_git("\"$REAL\" \"$@\"; exit 1"));
             }
             _ => {
                 let lie = format!("rm -f '{}/gitdir'; exit 0", admin.display());
-                c.env("LEASE_GIT", lying(&env, &lie));
+                c.env("LEASE_GIT", env.lying_git(&lie));
             }
         }
         let o = c

@@ -584,7 +584,7 @@ fn replaced_lease_file_holds_lease_identity() {
     // Make it clean again but swap the lease file for a new inode.
     let wt = worktree_of(&env, &id);
     fs::remove_file(wt.join("keep.txt")).unwrap();
-    let lease = PathBuf::from(env.record_of(&id)["lease"]["path"].as_str().unwrap());
+    let lease = env.lease_of(&id);
     let keep_open = fs::File::open(&lease).unwrap();
     fs::remove_file(&lease).unwrap();
     fs::write(&lease, "").unwrap();

@@ -73,10 +73,6 @@ fn lease_vars(env: &TestEnv, id: &str) -> Vec<(String, String)> {
     ]
 }
 
-fn lease_file(env: &TestEnv, id: &str) -> PathBuf {
-    PathBuf::from(env.record_of(id)["lease"]["path"].as_str().unwrap())
-}
-
 fn retire(env: &TestEnv, id: &str) -> Output {
     env.lease().args(["retire", "--json", id]).output().unwrap()
 }
@@ -157,7 +153,7 @@ fn join_runs_the_command_holding_the_lease() {
         "terminal",
         "join changes no record"
     );
-    assert!(lease_is_free(&lease_file(&env, &id)));
+    assert!(lease_is_free(&env.lease_of(&id)));
 }
 
 /// Runs `lease join -- touch <marker>` and asserts a refusal with `code`
@@ -187,7 +183,7 @@ fn join_refuses_a_lease_that_is_not_the_one_named() {
     let repo = env.repo();
     let (id, _) = terminal_worktree(&env, &repo);
     let vars = lease_vars(&env, &id);
-    let lease = lease_file(&env, &id);
+    let lease = env.lease_of(&id);
     let with = |k: &str, v: &str| -> Vec<(String, String)> {
         vars.iter()
             .map(|(k2, v2)| (k2.clone(), if k2 == k { v.to_string() } else { v2.clone() }))
@@ -294,7 +290,7 @@ fn join_fails_at_once_while_the_lease_is_held_exclusively() {
     let (id, _) = terminal_worktree(&env, &repo);
     let vars = lease_vars(&env, &id);
     // What a retire holds: LOCK_EX on its own open (flock -x).
-    let ex = fs::File::open(lease_file(&env, &id)).unwrap();
+    let ex = fs::File::open(env.lease_of(&id)).unwrap();
     ex.try_lock().unwrap();
     assert_join_refused(&env, &vars, "retire-in-progress");
     drop(ex);
@@ -571,7 +567,7 @@ open({done:?}, "w").write(str(rc))
     wait_until("the launcher to die", || !alive(launcher.pid()));
     // The worker closed its descriptor and the launcher is dead: nobody
     // holds the lease (the kernel drops the killed launcher's lock as it exits).
-    let lease = lease_file(&env, &id);
+    let lease = env.lease_of(&id);
     wait_until("the lease to be free", || lease_is_free(&lease));
     release(&worker_go);
     let editor_pid = read_pid(&editor_ready);

@@ -181,6 +181,29 @@ impl TestEnv {
             .unwrap()
     }
 
+    /// The lease file a record names (`lease.path`).
+    pub(crate) fn lease_of(&self, id: &str) -> PathBuf {
+        PathBuf::from(self.record_of(id)["lease"]["path"].as_str().unwrap())
+    }
+
+    /// A git for `LEASE_GIT` that lies about `git worktree remove`: for that
+    /// command it runs the shell text `lie` (which sees the real git as
+    /// `$REAL`, the arguments as `"$@"` and the last one, the worktree, as
+    /// `$last`); every other command is the real git's.
+    pub(crate) fn lying_git(&self, lie: &str) -> PathBuf {
+        let git = self.file("lying-git");
+        write_exe(
+            &git,
+            &format!(
+                "#!/bin/sh\nREAL='{}'\n\
+                 r=; p=; last=; for a in \"$@\"; do [ \"$p\" = worktree ] && [ \"$a\" = remove ] && r=1; p=$a; last=$a; done\n\
+                 if [ -n \"$r\" ]; then {lie}; fi\nexec \"$REAL\" \"$@\"\n",
+                which("git").display()
+            ),
+        );
+        git
+    }
+
     /// Starts `lease exec OPTS -- sh -c <holder_script>` in the background
     /// and waits until the command has written its pid (the readiness
     /// handshake): returns the launcher and the command's pid. The holder
