@@ -7,31 +7,8 @@ use std::path::{Path, PathBuf};
 
 use crate::support::*;
 
-/// `lease exec --keep --branch BRANCH -- sh -c SCRIPT`, then `lease release`:
-/// a terminal record whose worktree is still there. Returns (id, worktree).
 /// A command that makes one commit no remote has.
 const PRIVATE_WORK: &str = "echo w > work.txt && git add work.txt && git commit -qm private-work";
-
-fn kept(env: &TestEnv, repo: &Path, branch: &str, script: &str) -> (String, PathBuf) {
-    let o = env
-        .lease()
-        .current_dir(repo)
-        .args([
-            "exec", "--keep", "--branch", branch, "--", "sh", "-c", script,
-        ])
-        .output()
-        .unwrap();
-    assert_code(&o, 0);
-    let rec = env
-        .records()
-        .into_iter()
-        .find(|r| r["branch"] == branch && r["state"] == "retained")
-        .unwrap_or_else(|| panic!("no retained record: {}", stderr(&o)));
-    let id = rec["id"].as_str().unwrap().to_string();
-    assert_code(&env.lease().args(["release", &id]).output().unwrap(), 0);
-    let wt = PathBuf::from(rec["worktree"]["path"].as_str().unwrap());
-    (id, wt)
-}
 
 fn json(o: &std::process::Output) -> serde_json::Value {
     serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", stdout(o)))
@@ -197,7 +174,7 @@ fn archive_remote_pushes_reads_back_and_restores_without_a_bundle() {
     let env = TestEnv::new();
     let repo = env.repo();
     let remote = env.root.join("remote.git");
-    let (id, wt) = kept(&env, &repo, "feat", PRIVATE_WORK);
+    let (id, wt) = env.kept(&repo, "feat", PRIVATE_WORK);
     let tip = env.git(&wt, &["rev-parse", "HEAD"]);
     let o = env
         .lease()
@@ -240,7 +217,7 @@ fn archive_both_writes_a_bundle_and_the_archival_ref() {
     let env = TestEnv::new();
     let repo = env.repo();
     let remote = env.root.join("remote.git");
-    let (id, wt) = kept(&env, &repo, "feat", PRIVATE_WORK);
+    let (id, wt) = env.kept(&repo, "feat", PRIVATE_WORK);
     let tip = env.git(&wt, &["rev-parse", "HEAD"]);
     let o = env
         .lease()
@@ -274,7 +251,7 @@ fn archive_remote_rejected_push_holds_and_changes_nothing() {
     fs::create_dir_all(hook.parent().unwrap()).unwrap();
     fs::write(&hook, "#!/bin/sh\necho rejected by policy >&2\nexit 1\n").unwrap();
     fs::set_permissions(&hook, fs::Permissions::from_mode(0o755)).unwrap();
-    let (id, wt) = kept(&env, &repo, "feat", PRIVATE_WORK);
+    let (id, wt) = env.kept(&repo, "feat", PRIVATE_WORK);
     let snap = Snapshot::take(&env, &repo, &id);
     let o = env
         .lease()
@@ -294,8 +271,7 @@ fn archive_remote_rejected_push_holds_and_changes_nothing() {
 fn delete_branch_deletes_a_pushed_branch_and_records_its_tip() {
     let env = TestEnv::new();
     let repo = env.repo();
-    let (id, wt) = kept(
-        &env,
+    let (id, wt) = env.kept(
         &repo,
         "feat",
         "echo w > work.txt && git add work.txt && git commit -qm work && git push -q origin HEAD:main",
@@ -319,7 +295,7 @@ fn delete_branch_deletes_a_pushed_branch_and_records_its_tip() {
 fn delete_branch_deletes_an_archived_branch() {
     let env = TestEnv::new();
     let repo = env.repo();
-    let (id, wt) = kept(&env, &repo, "feat", PRIVATE_WORK);
+    let (id, wt) = env.kept(&repo, "feat", PRIVATE_WORK);
     let tip = env.git(&wt, &["rev-parse", "HEAD"]);
     let o = env
         .lease()
@@ -339,7 +315,7 @@ fn delete_branch_keeps_a_branch_checked_out_elsewhere() {
     let repo = env.repo();
     // The leased worktree leaves the branch (detached at the durable main),
     // and the main checkout takes it.
-    let (id, wt) = kept(&env, &repo, "feat", "git checkout -q --detach");
+    let (id, wt) = env.kept(&repo, "feat", "git checkout -q --detach");
     env.git(&repo, &["checkout", "-q", "feat"]);
     let before = branch_tip(&env, &repo, "feat").unwrap();
     let o = env
@@ -366,8 +342,7 @@ fn delete_branch_keeps_an_unproven_tip() {
     // main and its reflogs expire: nothing in the worktree is unique, so it
     // is removed without an archive, but the branch is the only copy of the
     // commit and proves nothing.
-    let (id, wt) = kept(
-        &env,
+    let (id, wt) = env.kept(
         &repo,
         "feat",
         "echo w > work.txt && git add work.txt && git commit -qm private-work \
@@ -424,7 +399,7 @@ fn archive_remote_ignores_pushurl_push_config_and_hooks() {
         &env.root,
         &["init", "-q", "--bare", decoy.to_str().unwrap()],
     );
-    let (id, wt) = kept(&env, &repo, "feat", PRIVATE_WORK);
+    let (id, wt) = env.kept(&repo, "feat", PRIVATE_WORK);
     let tip = env.git(&wt, &["rev-parse", "HEAD"]);
     let log = env.root.join("sentinel.log");
     let hooks = env.root.join("hooks");
@@ -477,7 +452,7 @@ fn archive_remote_refuses_push_insteadof() {
         &env.root,
         &["init", "-q", "--bare", decoy.to_str().unwrap()],
     );
-    let (id, _wt) = kept(&env, &repo, "feat", PRIVATE_WORK);
+    let (id, _wt) = env.kept(&repo, "feat", PRIVATE_WORK);
     env.git(
         &repo,
         &[
@@ -504,7 +479,7 @@ fn archive_drop_of_a_remote_archive_deletes_the_archival_ref() {
     let env = TestEnv::new();
     let repo = env.repo();
     let remote = env.root.join("remote.git");
-    let (id, wt) = kept(&env, &repo, "feat", PRIVATE_WORK);
+    let (id, wt) = env.kept(&repo, "feat", PRIVATE_WORK);
     let tip = env.git(&wt, &["rev-parse", "HEAD"]);
     assert_code(
         &env.lease()
@@ -568,7 +543,7 @@ fn archive_remote_readback_of_another_commit_holds() {
     )
     .unwrap();
     fs::set_permissions(&hook, fs::Permissions::from_mode(0o755)).unwrap();
-    let (id, wt) = kept(&env, &repo, "feat", PRIVATE_WORK);
+    let (id, wt) = env.kept(&repo, "feat", PRIVATE_WORK);
     let snap = Snapshot::take(&env, &repo, &id);
     let o = env
         .lease()
@@ -587,7 +562,7 @@ fn archive_remote_without_a_trusted_remote_holds() {
     let env = TestEnv::new();
     let repo = env.repo();
     env.git(&repo, &["remote", "remove", "origin"]);
-    let (id, wt) = kept(&env, &repo, "feat", PRIVATE_WORK);
+    let (id, wt) = env.kept(&repo, "feat", PRIVATE_WORK);
     let snap = Snapshot::take(&env, &repo, &id);
     let o = env
         .lease()
@@ -607,7 +582,7 @@ fn config_archive_remote_joins_a_bundle_flag_to_both() {
     let remote = env.root.join("remote.git");
     let cfg = env.root.join("lease.toml");
     fs::write(&cfg, "archive = \"remote\"\n").unwrap();
-    let (id, wt) = kept(&env, &repo, "feat", PRIVATE_WORK);
+    let (id, wt) = env.kept(&repo, "feat", PRIVATE_WORK);
     let tip = env.git(&wt, &["rev-parse", "HEAD"]);
     // The flag asks for a bundle, the config file for archival refs: the
     // stricter join writes both.
@@ -634,7 +609,7 @@ fn reap_archives_where_the_config_says() {
     let remote = env.root.join("remote.git");
     let cfg = env.root.join("lease.toml");
     fs::write(&cfg, "archive = \"remote\"\n").unwrap();
-    let (id, wt) = kept(&env, &repo, "feat", PRIVATE_WORK);
+    let (id, wt) = env.kept(&repo, "feat", PRIVATE_WORK);
     let tip = env.git(&wt, &["rev-parse", "HEAD"]);
     let o = env
         .lease()
@@ -658,7 +633,7 @@ fn a_bundle_archive_pushes_nothing_to_the_remote() {
     let repo = env.repo();
     let remote = env.root.join("remote.git");
     let before = remote_refs(&env, &remote, "refs/");
-    let (id, _) = kept(&env, &repo, "feat", PRIVATE_WORK);
+    let (id, _) = env.kept(&repo, "feat", PRIVATE_WORK);
     let o = env
         .lease()
         .args(["retire", &id, "--json"])

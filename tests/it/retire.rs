@@ -905,24 +905,11 @@ fn the_upstream_remote_is_trusted_only_while_it_exists() {
     let env = TestEnv::new();
     let repo = env.repo();
     env.git(&repo, &["remote", "rename", "origin", "other"]);
-    let o = env
-        .lease()
-        .current_dir(&repo)
-        .args([
-            "exec",
-            "--keep",
-            "--branch",
-            "feat",
-            "--",
-            "sh",
-            "-c",
-            "echo w > w.txt && git add w.txt && git commit -qm work",
-        ])
-        .output()
-        .unwrap();
-    assert_code(&o, 0);
-    let id = env.record()["id"].as_str().unwrap().to_string();
-    assert_code(&env.lease().args(["release", &id]).output().unwrap(), 0);
+    let (id, _) = env.kept(
+        &repo,
+        "feat",
+        "echo w > w.txt && git add w.txt && git commit -qm work",
+    );
     let tip = env.git(&repo, &["rev-parse", "feat"]);
     let dry_unique = || {
         let rec = env.record_of(&id);

@@ -181,6 +181,30 @@ impl TestEnv {
             .unwrap()
     }
 
+    /// `lease exec --keep --branch BRANCH -- sh -c SCRIPT` in `repo`, then
+    /// `lease release`: a terminal record whose worktree is still there.
+    /// Returns (id, worktree).
+    pub(crate) fn kept(&self, repo: &Path, branch: &str, script: &str) -> (String, PathBuf) {
+        let o = self
+            .lease()
+            .current_dir(repo)
+            .args([
+                "exec", "--keep", "--branch", branch, "--", "sh", "-c", script,
+            ])
+            .output()
+            .unwrap();
+        assert_code(&o, 0);
+        let rec = self
+            .records()
+            .into_iter()
+            .find(|r| r["branch"] == branch && r["state"] == "retained")
+            .unwrap_or_else(|| panic!("no retained record: {}", stderr(&o)));
+        let id = rec["id"].as_str().unwrap().to_string();
+        assert_code(&self.lease().args(["release", &id]).output().unwrap(), 0);
+        let wt = PathBuf::from(rec["worktree"]["path"].as_str().unwrap());
+        (id, wt)
+    }
+
     /// The lease file a record names (`lease.path`).
     pub(crate) fn lease_of(&self, id: &str) -> PathBuf {
         PathBuf::from(self.record_of(id)["lease"]["path"].as_str().unwrap())
