@@ -423,6 +423,17 @@ mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
 
+    fn make_fifo(path: &Path) {
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            path,
+            rustix::fs::FileType::Fifo,
+            Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+    }
+
     #[test]
     fn read_small_never_follows_a_symlink_or_waits_on_a_fifo() {
         let t = tempfile::tempdir().unwrap();
@@ -433,14 +444,7 @@ mod tests {
         std::os::unix::fs::symlink(&file, &link).unwrap();
         assert_eq!(read_small(&link), None, "a symlink is not followed");
         let fifo = t.path().join("fifo");
-        rustix::fs::mknodat(
-            rustix::fs::CWD,
-            &fifo,
-            rustix::fs::FileType::Fifo,
-            Mode::from_raw_mode(0o600),
-            0,
-        )
-        .unwrap();
+        make_fifo(&fifo);
         // With no writer, a blocking open would wait forever.
         assert_eq!(read_small(&fifo).unwrap(), b"");
         fs::write(&file, vec![b'x'; 10_000]).unwrap();
@@ -472,14 +476,7 @@ mod tests {
         fs::create_dir_all(top.join("vendor/lib/.git")).unwrap();
         fs::write(top.join("vendor/lib/.git/secret"), "never counted").unwrap();
         let fifo = top.join("a/fifo");
-        rustix::fs::mknodat(
-            rustix::fs::CWD,
-            &fifo,
-            rustix::fs::FileType::Fifo,
-            Mode::from_raw_mode(0o600),
-            0,
-        )
-        .unwrap();
+        make_fifo(&fifo);
         let fd = rustix::fs::open(&top, OFlags::RDONLY | OFlags::DIRECTORY, Mode::empty()).unwrap();
         let inv = inventory(&fd);
         assert_eq!(inv.special, vec![b"a/fifo".to_vec()]);

@@ -229,26 +229,26 @@ fn join_refuses_a_lease_that_is_not_the_one_named() {
     fs::set_permissions(&lease, fs::Permissions::from_mode(0o644)).unwrap();
     assert_join_refused(&env, &vars, "lease-insecure");
     fs::set_permissions(&lease, fs::Permissions::from_mode(0o600)).unwrap();
-    // A record that is retiring.
+    // The record rewritten by hand, one field at a time from the original.
     let path = env.state.join("records").join(format!("{id}.json"));
     let saved = fs::read(&path).unwrap();
-    let mut rec: serde_json::Value = serde_json::from_slice(&saved).unwrap();
-    rec["state"] = serde_json::json!("retiring");
-    fs::write(&path, serde_json::to_vec_pretty(&rec).unwrap()).unwrap();
+    let rewrite = |edit: &dyn Fn(&mut serde_json::Value)| {
+        let mut rec: serde_json::Value = serde_json::from_slice(&saved).unwrap();
+        edit(&mut rec);
+        fs::write(&path, serde_json::to_vec_pretty(&rec).unwrap()).unwrap();
+    };
+    // A record that is retiring.
+    rewrite(&|r| r["state"] = serde_json::json!("retiring"));
     assert_join_refused(&env, &vars, "retire-in-progress");
     // A record already removed (its lease file not yet unlinked by a retire
     // that crashed): nothing to join.
-    rec["state"] = serde_json::json!("removed");
-    fs::write(&path, serde_json::to_vec_pretty(&rec).unwrap()).unwrap();
+    rewrite(&|r| r["state"] = serde_json::json!("removed"));
     assert_join_refused(&env, &vars, "lease-missing");
     // A record that names another lease file, or another inode.
-    let mut other = serde_json::from_slice::<serde_json::Value>(&saved).unwrap();
-    other["lease"]["path"] = serde_json::json!(env.state.join("leases/other.lease"));
-    fs::write(&path, serde_json::to_vec_pretty(&other).unwrap()).unwrap();
+    let other = env.state.join("leases/other.lease");
+    rewrite(&|r| r["lease"]["path"] = serde_json::json!(other));
     assert_join_refused(&env, &vars, "lease-identity");
-    let mut other = serde_json::from_slice::<serde_json::Value>(&saved).unwrap();
-    other["lease"]["ino"] = serde_json::json!(other["lease"]["ino"].as_u64().unwrap() + 1);
-    fs::write(&path, serde_json::to_vec_pretty(&other).unwrap()).unwrap();
+    rewrite(&|r| r["lease"]["ino"] = serde_json::json!(r["lease"]["ino"].as_u64().unwrap() + 1));
     assert_join_refused(&env, &vars, "lease-identity");
     // No record at all: not recorded. A corrupt one is an error naming it,
     // never taken for "no record".
