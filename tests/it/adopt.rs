@@ -10,10 +10,7 @@ fn adopt_records_an_orphan_so_retire_can_take_it() {
     let env = TestEnv::new();
     let repo = env.repo();
     let wt = env.root.join("side");
-    env.git(
-        &repo,
-        &["worktree", "add", "-q", "-b", "side", wt.to_str().unwrap()],
-    );
+    env.add_worktree(&repo, "side", &wt);
     let wt_s = wt.to_str().unwrap();
     // Unrecorded: retire holds it and says how to record it.
     let o = env.lease().args(["retire", wt_s]).output().unwrap();
@@ -86,17 +83,7 @@ fn reap_hints_lease_adopt_for_an_orphan_registration() {
         0,
     );
     let wt = env.root.join("orphan");
-    env.git(
-        &repo,
-        &[
-            "worktree",
-            "add",
-            "-q",
-            "-b",
-            "orphan",
-            wt.to_str().unwrap(),
-        ],
-    );
+    env.add_worktree(&repo, "orphan", &wt);
     let o = env.lease().args(["reap", "--json"]).output().unwrap();
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let orphan = v["orphans"]

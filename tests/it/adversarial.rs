@@ -669,10 +669,7 @@ fn b6_odd_names_decide_like_their_ascii_twins() {
     fx.remove(&id);
     // A worktree whose own path holds a newline and spaces (adopted).
     let odd = fx.env.root.join("odd\nwt name");
-    fx.env.git(
-        &fx.repo,
-        &["worktree", "add", "-q", "-b", "odd", odd.to_str().unwrap()],
-    );
+    fx.env.add_worktree(&fx.repo, "odd", &odd);
     assert_code(
         &fx.env
             .lease()

@@ -470,10 +470,7 @@ fn adopting_under_a_temp_dir_is_not_refused_as_nothing_is_created_there() {
     let env = TestEnv::new();
     let repo = env.repo();
     let wt = env.root.join("side");
-    env.git(
-        &repo,
-        &["worktree", "add", "-q", "-b", "side", wt.to_str().unwrap()],
-    );
+    env.add_worktree(&repo, "side", &wt);
     let o = env
         .lease()
         .env_remove("LEASE_ALLOW_TEMP_ROOT")

@@ -313,17 +313,7 @@ fn existing_branch_checked_out_elsewhere_is_refused_and_names_the_worktree() {
     let env = TestEnv::new();
     let repo = env.repo();
     let other = env.root.join("other");
-    env.git(
-        &repo,
-        &[
-            "worktree",
-            "add",
-            "-q",
-            "-b",
-            "topic",
-            other.to_str().unwrap(),
-        ],
-    );
+    env.add_worktree(&repo, "topic", &other);
     let o = env
         .lease()
         .current_dir(&repo)
@@ -423,17 +413,7 @@ fn adopt_leases_an_existing_worktree_and_never_retires_it() {
     let env = TestEnv::new();
     let repo = env.repo();
     let wt = env.root.join("handoff");
-    env.git(
-        &repo,
-        &[
-            "worktree",
-            "add",
-            "-q",
-            "-b",
-            "handoff",
-            wt.to_str().unwrap(),
-        ],
-    );
+    env.add_worktree(&repo, "handoff", &wt);
     let o = env
         .lease()
         .args(["exec", "--adopt", wt.to_str().unwrap(), "--", "true"])
@@ -473,17 +453,7 @@ fn adopt_next_to_another_live_record_makes_its_own() {
     assert_code(&o, 0);
     let other = env.record();
     let wt = env.root.join("handoff");
-    env.git(
-        &repo,
-        &[
-            "worktree",
-            "add",
-            "-q",
-            "-b",
-            "handoff",
-            wt.to_str().unwrap(),
-        ],
-    );
+    env.add_worktree(&repo, "handoff", &wt);
     let o = env
         .lease()
         .args(["exec", "--adopt", wt.to_str().unwrap(), "--", "true"])

@@ -399,17 +399,7 @@ fn reap_report_covers_every_state_orphans_and_a_missing_registration() {
     assert_eq!(env.record_of(&removed)["state"], "removed");
     // adopted, terminal.
     let handoff = env.root.join("handoff");
-    env.git(
-        &repo,
-        &[
-            "worktree",
-            "add",
-            "-q",
-            "-b",
-            "handoff",
-            handoff.to_str().unwrap(),
-        ],
-    );
+    env.add_worktree(&repo, "handoff", &handoff);
     let (_, adopted) = lease_new(
         &env,
         &repo,
@@ -421,30 +411,10 @@ fn reap_report_covers_every_state_orphans_and_a_missing_registration() {
     let stray = worktree_of(&env, &retained).parent().unwrap().join("stray");
     fs::create_dir(&stray).unwrap();
     let gone = env.root.join("gone");
-    env.git(
-        &repo,
-        &[
-            "worktree",
-            "add",
-            "-q",
-            "-b",
-            "gone",
-            gone.to_str().unwrap(),
-        ],
-    );
+    env.add_worktree(&repo, "gone", &gone);
     fs::remove_dir_all(&gone).unwrap();
     let unrecorded = env.root.join("unrecorded");
-    env.git(
-        &repo,
-        &[
-            "worktree",
-            "add",
-            "-q",
-            "-b",
-            "unrec",
-            unrecorded.to_str().unwrap(),
-        ],
-    );
+    env.add_worktree(&repo, "unrec", &unrecorded);
 
     // The dry run: complete, truthful, and writes nothing.
     let state_before = manifest(&env.state);
@@ -592,17 +562,7 @@ fn reap_never_touches_a_retained_or_adopted_worktree() {
     rec["retention"]["until"] = "2020-01-01T00:00:00Z".into();
     fs::write(&file, serde_json::to_vec_pretty(&rec).unwrap()).unwrap();
     let handoff = env.root.join("handoff");
-    env.git(
-        &repo,
-        &[
-            "worktree",
-            "add",
-            "-q",
-            "-b",
-            "handoff",
-            handoff.to_str().unwrap(),
-        ],
-    );
+    env.add_worktree(&repo, "handoff", &handoff);
     let (_, adopted) = lease_new(
         &env,
         &repo,
@@ -885,10 +845,7 @@ fn keep_covers_its_own_session_only() {
 /// A worktree added with git whose directory is then deleted.
 fn stale(env: &TestEnv, repo: &Path, name: &str) -> PathBuf {
     let wt = env.root.join(name);
-    env.git(
-        repo,
-        &["worktree", "add", "-q", "-b", name, wt.to_str().unwrap()],
-    );
+    env.add_worktree(repo, name, &wt);
     fs::remove_dir_all(&wt).unwrap();
     wt
 }
@@ -990,17 +947,7 @@ fn repair_refuses_what_is_not_stale_or_would_lose_commits() {
     };
     // The directory is there: not stale.
     let live = env.root.join("live");
-    env.git(
-        &repo,
-        &[
-            "worktree",
-            "add",
-            "-q",
-            "-b",
-            "live",
-            live.to_str().unwrap(),
-        ],
-    );
+    env.add_worktree(&repo, "live", &live);
     check(&live, "path-occupied");
     let v: serde_json::Value = serde_json::from_slice(&run(&live).stdout).unwrap();
     assert!(
@@ -1038,17 +985,7 @@ fn repair_refuses_what_is_not_stale_or_would_lose_commits() {
     assert_code(&run(&lost), 0);
     // A locked registration (perhaps on an unmounted disk).
     let locked = env.root.join("locked");
-    env.git(
-        &repo,
-        &[
-            "worktree",
-            "add",
-            "-q",
-            "-b",
-            "locked",
-            locked.to_str().unwrap(),
-        ],
-    );
+    env.add_worktree(&repo, "locked", &locked);
     env.git(
         &repo,
         &[
@@ -1325,17 +1262,7 @@ fn dead_launcher_with_a_live_command_is_never_recorded_interrupted() {
     let env = TestEnv::new();
     let repo = env.repo();
     let wt = env.root.join("adopted");
-    env.git(
-        &repo,
-        &[
-            "worktree",
-            "add",
-            "-q",
-            "-b",
-            "adopted",
-            wt.to_str().unwrap(),
-        ],
-    );
+    env.add_worktree(&repo, "adopted", &wt);
     let (bg, child) = env.spawn_holder(&["--adopt", wt.to_str().unwrap()]);
     let guard = KillOnDrop(child);
     let id = env.record()["id"].as_str().unwrap().to_string();

@@ -424,17 +424,7 @@ fn retiring_one_worktree_never_unregisters_another_whose_directory_is_missing() 
     let env = TestEnv::new();
     let repo = env.repo();
     let other = env.root.join("other");
-    env.git(
-        &repo,
-        &[
-            "worktree",
-            "add",
-            "-q",
-            "-b",
-            "other",
-            other.to_str().unwrap(),
-        ],
-    );
+    env.add_worktree(&repo, "other", &other);
     let admin = admin_dir(&repo, &other);
     let moved = env.root.join("other-away");
     fs::rename(&other, &moved).unwrap();
@@ -645,17 +635,7 @@ fn retire_by_path_and_refusals_of_bad_targets() {
     assert_code(&o, 2);
     // An unrecorded worktree is held not-recorded.
     let other = env.root.join("plain");
-    env.git(
-        &repo,
-        &[
-            "worktree",
-            "add",
-            "-q",
-            "-b",
-            "plain",
-            other.to_str().unwrap(),
-        ],
-    );
+    env.add_worktree(&repo, "plain", &other);
     let o = env
         .lease()
         .args(["retire", "--json", other.to_str().unwrap()])

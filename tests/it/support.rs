@@ -205,6 +205,22 @@ impl TestEnv {
         (id, wt)
     }
 
+    /// `git worktree add -q -b BRANCH PATH` in `repo`: a linked worktree
+    /// lease did not make (panics if git fails, as [`TestEnv::git`]).
+    pub(crate) fn add_worktree(&self, repo: &Path, branch: &str, path: &Path) {
+        self.git(
+            repo,
+            &[
+                "worktree",
+                "add",
+                "-q",
+                "-b",
+                branch,
+                path.to_str().unwrap(),
+            ],
+        );
+    }
+
     /// The lease file a record names (`lease.path`).
     pub(crate) fn lease_of(&self, id: &str) -> PathBuf {
         PathBuf::from(self.record_of(id)["lease"]["path"].as_str().unwrap())
