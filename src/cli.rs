@@ -932,7 +932,7 @@ fn list(json: bool) -> Result<u8> {
             _ => None,
         })
         .collect();
-    let holders = crate::procs::holders_of(&ids);
+    let holders = crate::os::procfs::holders_of(&ids);
     if json {
         let items: Vec<serde_json::Value> = loaded
             .iter()
@@ -1005,7 +1005,7 @@ fn show(id: &str, json: bool) -> Result<u8> {
     let r = reg.get(&id)?;
     let v = record_json(
         &r,
-        &crate::procs::holders_of(&r.lease.iter().map(|l| l.id()).collect::<Vec<_>>()),
+        &crate::os::procfs::holders_of(&r.lease.iter().map(|l| l.id()).collect::<Vec<_>>()),
     );
     if json {
         out!(

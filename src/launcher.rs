@@ -970,8 +970,8 @@ fn run(reg: &Registry, git: Git, p: Prepared, req: &ExecRequest) -> Result<ExecR
     drop(p.own_fd);
     // One read of /proc/locks first: with no lock left on the lease (the
     // usual end), the scan of every process's descriptors finds nothing.
-    let holders = if crate::procs::lock_listed(p.lease.dev, p.lease.ino) {
-        crate::procs::holders((p.lease.dev, p.lease.ino)).0
+    let holders = if crate::os::procfs::lock_listed(p.lease.dev, p.lease.ino) {
+        crate::os::procfs::holders((p.lease.dev, p.lease.ino)).0
     } else {
         Vec::new()
     };

@@ -24,7 +24,7 @@
 //! (the reconciler, which drives the engine), `restore` (a new leased
 //! worktree from a re-verified archive), `hold` (retention by a named
 //! owner) and `repair` (one stale registration) -> `plan` (pure gate
-//! decisions) over probes in `git`, `lease`, `safety`, `procs`; state in
+//! decisions) over probes in `git`, `lease`, `safety`, `os::procfs`; state in
 //! `registry`, `audit`, `paths`; the layered config in `policy` (resolved
 //! once by `cli`); raw OS calls in `sys`; test-only fault points in
 //! `fault`. `metrics` reads a state root for Prometheus; `progress` reports
@@ -39,10 +39,10 @@ pub mod hold;
 pub mod launcher;
 pub mod lease;
 pub mod metrics;
+pub mod os;
 pub mod paths;
 pub mod plan;
 pub mod policy;
-pub mod procs;
 pub mod progress;
 pub mod reader;
 pub mod reap;

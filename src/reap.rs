@@ -613,7 +613,7 @@ impl Reaper<'_> {
             return Ok(());
         }
         if let Some(l) = &rec.lease {
-            let (pids, _) = crate::procs::holders(l.id());
+            let (pids, _) = crate::os::procfs::holders(l.id());
             if !pids.is_empty() {
                 let pids: Vec<String> = pids.iter().map(u32::to_string).collect();
                 item.hold(Hold::new(
@@ -801,7 +801,7 @@ impl Reaper<'_> {
                     return Ok(());
                 }
                 Ok(_) => {
-                    let (pids, _) = crate::procs::holders(l.id());
+                    let (pids, _) = crate::os::procfs::holders(l.id());
                     if !pids.is_empty() {
                         let pids: Vec<String> = pids.iter().map(u32::to_string).collect();
                         item.hold(Hold::new(

@@ -434,7 +434,7 @@ fn check_record(rec: &Record) -> Result<(), Hold> {
         ));
     }
     if let Some(l) = &rec.lease {
-        let (pids, _) = crate::procs::holders(l.id());
+        let (pids, _) = crate::os::procfs::holders(l.id());
         if !pids.is_empty() {
             let pids: Vec<String> = pids.iter().map(u32::to_string).collect();
             return Err(Hold::new(

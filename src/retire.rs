@@ -242,7 +242,7 @@ impl Engine {
         tracing::debug!(id = %held.rec.id, "gates 1-3 passed: state, path and lease");
         // Gate 4: defense in depth behind the lock.
         let lease_id = held.rec.lease.as_ref().map(crate::registry::FileId::id);
-        let procs = crate::procs::audit(&held.wt, lease_id, strict_audit());
+        let procs = crate::os::procfs::audit(&held.wt, lease_id, strict_audit());
         if let Err(h) = plan::gate_processes(&procs) {
             return Ok(Err(vec![h]));
         }
@@ -357,7 +357,7 @@ impl Engine {
             {
                 return Ok(Err(vec![h]));
             }
-            let (pids, _) = crate::procs::holders(lease.id());
+            let (pids, _) = crate::os::procfs::holders(lease.id());
             if !pids.is_empty() {
                 return Ok(Err(vec![Hold::new(
                     HoldReason::ConsumerAlive,
@@ -379,14 +379,14 @@ impl Engine {
                 plan::gate_lease(lease.id(), rec.uid, before, &outcome, fd_after, name_after)
             {
                 if h.reason == HoldReason::ConsumerAlive
-                    && crate::procs::exclusively_locked(lease.dev, lease.ino)
+                    && crate::os::procfs::exclusively_locked(lease.dev, lease.ino)
                 {
                     h = Hold::new(
                         HoldReason::RetireInProgress,
                         "another retire holds the lease exclusively",
                     );
                 } else if h.reason == HoldReason::ConsumerAlive {
-                    let (pids, _) = crate::procs::holders(lease.id());
+                    let (pids, _) = crate::os::procfs::holders(lease.id());
                     if !pids.is_empty() {
                         h.detail = format!("{}: pid {}", h.detail, join(&pids));
                     }

@@ -1,0 +1,3 @@
+//! Adapters that talk to the kernel (ARCHITECTURE.md floor 3).
+
+pub mod procfs;
