@@ -6,8 +6,10 @@
 //! (reliability.md finding 8: cargo's release binary reads a test clock).
 //!
 //! - `LEASE_FI_CRASH=<step>`: the process kills itself with SIGKILL at `step`.
-//! - `LEASE_FI_PAUSE=<step>` with `LEASE_FI_DIR=<dir>`: at `step` lease creates
-//!   `<dir>/paused-<step>` and waits until `<dir>/resume-<step>` exists.
+//! - `LEASE_FI_PAUSE=<step>` with `LEASE_FI_DIR=<dir>`: at `step` lease writes
+//!   its pid and a newline to `<dir>/paused-<step>` (through a temp name and
+//!   a rename, so the file exists only complete: a test's readiness
+//!   handshake) and waits until `<dir>/resume-<step>` exists.
 //! - `LEASE_FI_FAIL_WRITE=<n>`: the n-th durable write of the process (a
 //!   record or an audit line) fails with `ENOSPC`.
 //! - `LEASE_FI_LOCK_ERROR=1`: the retirer's flock fails (`lease.rs`).
@@ -24,10 +26,10 @@ pub fn point(step: &str) {
         let Some(dir) = std::env::var_os("LEASE_FI_DIR").map(std::path::PathBuf::from) else {
             return;
         };
-        let _ = std::fs::write(
-            dir.join(format!("paused-{step}")),
-            std::process::id().to_string(),
-        );
+        let paused = dir.join(format!("paused-{step}"));
+        let tmp = dir.join(format!(".paused-{step}.tmp"));
+        let _ = std::fs::write(&tmp, format!("{}\n", std::process::id()))
+            .and_then(|()| std::fs::rename(&tmp, &paused));
         while !dir.join(format!("resume-{step}")).exists() {
             // A pause point waits for the test harness; polling here is lease
             // waiting on a file, not a test waiting on time.

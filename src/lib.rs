@@ -53,5 +53,7 @@ pub mod restore;
 pub mod retire;
 pub mod safety;
 pub mod sys;
+#[cfg(test)]
+mod testing;
 
 pub use error::{Error, Result};

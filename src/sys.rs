@@ -199,6 +199,21 @@ pub(crate) fn as_nobody<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'stati
     joined.unwrap_or_else(|panic| std::panic::resume_unwind(panic))
 }
 
+/// Runs `f` as an ordinary user: on a thread with `nobody`'s credentials
+/// ([`as_nobody`]) when this process is root, else on a thread of this
+/// process as it is (already an ordinary user). Returns `None` (the caller
+/// records a skip) only when root cannot become uid 65534 here.
+#[cfg(test)]
+pub(crate) fn as_ordinary_user<T: Send + 'static>(
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Option<T> {
+    if euid() == 0 {
+        return as_nobody(f);
+    }
+    let joined = std::thread::spawn(f).join();
+    Some(joined.unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -216,13 +231,11 @@ mod tests {
     #[test]
     fn a_nobody_thread_is_nobody_and_the_rest_stay_root() {
         if euid() != 0 {
+            crate::testing::skip("needs root: changes a thread's uid");
             return;
         }
         let Some(ids) = as_nobody(|| (euid(), rustix::process::getegid().as_raw())) else {
-            #[allow(clippy::print_stderr)]
-            {
-                eprintln!("SKIPPED: uid 65534 is not mapped here");
-            }
+            crate::testing::skip("uid 65534 is not mapped here");
             return;
         };
         assert_eq!(ids, (65534, 65534));

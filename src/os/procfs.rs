@@ -224,6 +224,26 @@ mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
 
+    /// A `sleep 600` that opened `path` itself (`sh` redirects, then execs),
+    /// returned once it has exec'd, so its descriptors are in place. The
+    /// test process never opens `path` around the spawn: a descriptor it
+    /// holds is copied into any child another test thread forks at that
+    /// moment (close-on-exec closes it only at their exec), which would be
+    /// one more holder for a moment.
+    fn sleeper_holding(redirects: &str, path: &Path) -> std::process::Child {
+        let child = std::process::Command::new("sh") // forbid: allow (a test holder, not git)
+            .args(["-c", &format!("exec sleep 600 {redirects}"), "sh"])
+            .arg(path)
+            .stdin(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let comm = format!("/proc/{}/comm", child.id());
+        crate::testing::wait_until("the holder to exec sleep", || {
+            fs::read_to_string(&comm).is_ok_and(|c| c.trim() == "sleep")
+        });
+        child
+    }
+
     #[test]
     fn proc_locks_lists_a_flock_until_it_is_released() {
         let dir = tempfile::tempdir().unwrap();
@@ -234,23 +254,32 @@ mod tests {
         f.lock_shared().unwrap();
         assert!(lock_listed(m.dev(), m.ino()), "a shared flock is listed");
         drop(f);
-        assert!(!lock_listed(m.dev(), m.ino()), "closing released it");
+        // Closing releases it once no copy of the descriptor is left: one in
+        // a child another test forked but has not yet exec'd lives on for a
+        // moment (see `sleeper_holding`).
+        crate::testing::wait_until("the flock to be released", || {
+            !lock_listed(m.dev(), m.ino())
+        });
     }
 
     #[test]
     fn finds_a_child_holding_the_file_but_not_itself() {
-        let t = tempfile::NamedTempFile::new().unwrap();
-        let m = t.as_file().metadata().unwrap();
-        assert!(
-            holders((m.dev(), m.ino())).0.is_empty(),
-            "own opens do not count"
-        );
-        let mut child = std::process::Command::new("sleep") // forbid: allow (a test holder, not git)
-            .arg("600")
-            .stdin(t.reopen().unwrap())
-            .spawn()
-            .unwrap();
-        let (pids, _) = holders((m.dev(), m.ino()));
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("held");
+        let f = fs::File::create(&path).unwrap();
+        let m = f.metadata().unwrap();
+        let id = (m.dev(), m.ino());
+        let me = std::process::id();
+        assert!(!holders(id).0.contains(&me), "own opens do not count");
+        drop(f);
+        let mut child = sleeper_holding("<\"$1\"", &path);
+        // Exactly the child, once the copies of our own descriptor that
+        // other tests' children may have had are closed at their exec.
+        let mut pids = Vec::new();
+        crate::testing::wait_until("the child, and only it, to hold the file", || {
+            pids = holders(id).0;
+            pids == [child.id()]
+        });
         let _ = child.kill();
         let _ = child.wait();
         assert_eq!(pids, vec![child.id()]);
@@ -261,13 +290,10 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         let wt = fs::canonicalize(t.path()).unwrap();
         let wt2 = wt.clone();
-        let Some((unreadable, unaudited)) =
-            crate::sys::as_nobody(move || (holders((0, 0)).1, audit(&wt2, None, false).unaudited))
-        else {
-            #[allow(clippy::print_stderr)]
-            {
-                eprintln!("SKIPPED: needs root and a mapped uid 65534");
-            }
+        let Some((unreadable, unaudited)) = crate::sys::as_ordinary_user(move || {
+            (holders((0, 0)).1, audit(&wt2, None, false).unaudited)
+        }) else {
+            crate::testing::skip("root cannot become uid 65534 here");
             return;
         };
         // pid 1 (root's, in any namespace) is closed to nobody. (Root's own
@@ -310,12 +336,9 @@ mod tests {
         assert!(!denied);
         assert_eq!(how[..2], ["cwd".to_string(), "root".to_string()]);
         let Some((how, denied)) =
-            crate::sys::as_nobody(|| audit_one(Path::new("/proc/1"), Path::new("/"), None))
+            crate::sys::as_ordinary_user(|| audit_one(Path::new("/proc/1"), Path::new("/"), None))
         else {
-            #[allow(clippy::print_stderr)]
-            {
-                eprintln!("SKIPPED: needs root and a mapped uid 65534");
-            }
+            crate::testing::skip("root cannot become uid 65534 here");
             return;
         };
         assert!(denied && how.is_empty(), "{how:?}");
@@ -323,23 +346,24 @@ mod tests {
 
     #[test]
     fn holders_of_lists_each_holder_once_per_file() {
-        let t = tempfile::NamedTempFile::new().unwrap();
-        let other = tempfile::NamedTempFile::new().unwrap();
-        let id = |f: &tempfile::NamedTempFile| {
-            let m = f.as_file().metadata().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let (held, other) = (dir.path().join("held"), dir.path().join("other"));
+        fs::write(&held, "").unwrap();
+        fs::write(&other, "").unwrap();
+        let id = |p: &Path| {
+            let m = fs::metadata(p).unwrap();
             (m.dev(), m.ino())
         };
-        let mut child = std::process::Command::new("sleep") // forbid: allow (a test holder, not git)
-            .arg("600")
-            .stdin(t.reopen().unwrap())
-            .stdout(t.reopen().unwrap())
-            .spawn()
-            .unwrap();
-        let map = holders_of(&[id(&t), id(&other)]);
+        let mut child = sleeper_holding("<\"$1\" 3<\"$1\"", &held);
+        let mut map = holders_of(&[]);
+        crate::testing::wait_until("one holder of one file", || {
+            map = holders_of(&[id(&held), id(&other)]);
+            map[&id(&held)] == [child.id()] && map[&id(&other)].is_empty()
+        });
         let _ = child.kill();
         let _ = child.wait();
         assert_eq!(
-            map[&id(&t)],
+            map[&id(&held)],
             vec![child.id()],
             "two descriptors, one holder"
         );

@@ -284,8 +284,11 @@ fn a3_descendant_closes_the_lease_but_keeps_using_the_tree() {
     let fx = Fx::new();
     let ready = fx.env.file("ready");
     let (id, _) = fx.worktree(&format!(
-        "mkdir -p sub && git add -A && setsid sh -c 'eval \"exec $LEASE_FD>&-\"; cd sub && echo $$ > {}; exec sleep 600' </dev/null >/dev/null 2>&1 &",
-        ready.display()
+        "mkdir -p sub && git add -A && setsid sh -c {} </dev/null >/dev/null 2>&1 &",
+        sh_quote(Path::new(&format!(
+            "eval \"exec $LEASE_FD>&-\"; cd sub && {}; exec sleep 600",
+            ready_sh(&ready)
+        )))
     ));
     let _g = KillOnDrop(read_pid(&ready));
     fx.refuse(&id, "in-use");
@@ -296,21 +299,15 @@ fn a3_unmanaged_process_with_an_open_file_or_mapping_inside() {
     let fx = Fx::new();
     let (id, wt) = fx.worktree("true");
     // An open descriptor inside, cwd elsewhere.
-    let mut holder = std::process::Command::new("sleep") // forbid: allow (a test process)
-        .arg("600")
-        .stdin(fs::File::open(wt.join("README")).unwrap())
-        .spawn()
-        .unwrap();
-    let _g = KillOnDrop(holder.id());
+    let holder = spawn_opener(&fx.env, &wt.join("README"));
     fx.refuse(&id, "in-use");
-    let _ = holder.kill();
-    let _ = holder.wait();
+    drop(holder);
     // A mapping whose descriptor was closed.
     let ready = fx.env.file("mapped");
     let py = format!(
-        "import mmap,os,time\nf=open({:?},'rb')\nm=mmap.mmap(f.fileno(),0,prot=mmap.PROT_READ)\nf.close()\nopen({:?},'w').write(str(os.getpid()))\ntime.sleep(600)\n",
+        "import mmap,os,time\nf=open({:?},'rb')\nm=mmap.mmap(f.fileno(),0,prot=mmap.PROT_READ)\nf.close()\n{}\ntime.sleep(600)\n",
         wt.join("README").to_str().unwrap(),
-        ready.to_str().unwrap()
+        ready_py(&ready)
     );
     let mut mapper = fx.env.cmd("python3").args(["-c", &py]).spawn().unwrap();
     let _g2 = KillOnDrop(read_pid(&ready));
@@ -424,13 +421,6 @@ fn a6_lease_file_mode_owner_or_type() {
         fx.refuse(&id, "lease-insecure");
     }
     fs::set_permissions(&lease, fs::Permissions::from_mode(0o600)).unwrap();
-    if rustix::process::geteuid().is_root() {
-        std::os::unix::fs::chown(&lease, Some(65534), None).unwrap();
-        fx.refuse(&id, "lease-insecure");
-        std::os::unix::fs::chown(&lease, Some(0), None).unwrap();
-    } else {
-        eprintln!("SKIPPED a6 (iii) owned by another user: needs root to chown");
-    }
     let keep = fx.env.state.join("leases/keep");
     fs::rename(&lease, &keep).unwrap();
     // (iv) a symlink to a canary: never followed, never truncated.
@@ -452,6 +442,21 @@ fn a6_lease_file_mode_owner_or_type() {
     fx.refuse(&id, "lease-identity");
     fs::remove_dir(&lease).unwrap();
     fs::rename(&keep, &lease).unwrap();
+    fx.remove(&id);
+}
+
+/// A6 (iii): a lease file owned by another user.
+#[test]
+fn a6_lease_file_owned_by_another_user() {
+    if !root_or_skip("chowns the lease file to uid 65534") {
+        return;
+    }
+    let fx = Fx::new();
+    let (id, _) = fx.worktree("true");
+    let lease = fx.env.lease_of(&id);
+    std::os::unix::fs::chown(&lease, Some(65534), None).unwrap();
+    fx.refuse(&id, "lease-insecure");
+    std::os::unix::fs::chown(&lease, Some(0), None).unwrap();
     fx.remove(&id);
 }
 
@@ -691,21 +696,9 @@ fn b6_odd_names_decide_like_their_ascii_twins() {
     fx.remove(&id);
 }
 
-/// Runs `script` as root in a private mount namespace (`unshare -m`), or
-/// returns false when the machine cannot, after saying so loudly.
+/// Runs `script` as root in a private mount namespace ([`in_mount_ns`]).
 fn in_mount_ns(fx: &Fx, script: &str) -> Option<Output> {
-    let probe = fx.env.cmd("unshare").args(["-m", "true"]).output();
-    if !probe.as_ref().is_ok_and(|o| o.status.success()) {
-        eprintln!("SKIPPED: unshare -m is not available here (needs root or user namespaces)");
-        return None;
-    }
-    Some(
-        fx.env
-            .cmd("unshare")
-            .args(["-m", "--propagation", "private", "sh", "-c", script])
-            .output()
-            .unwrap(),
-    )
+    crate::support::in_mount_ns(&fx.env, script)
 }
 
 #[test]
@@ -857,7 +850,16 @@ fn c5_special_files_and_many_untracked() {
     fx.refuse(&id, "special-file");
     let fx = Fx::new();
     let (id, wt) = fx.worktree("true");
-    let sock = std::os::unix::net::UnixListener::bind(wt.join("sock")).unwrap();
+    // Bound through /proc/self/fd: a path under a long TMPDIR can exceed
+    // sun_path's 108 bytes (unix(7)); the socket is still `wt/sock`.
+    let dir = fs::File::open(&wt).unwrap();
+    let short = format!(
+        "/proc/self/fd/{}/sock",
+        std::os::fd::AsRawFd::as_raw_fd(&dir)
+    );
+    let sock = std::os::unix::net::UnixListener::bind(short).unwrap();
+    drop(dir);
+    assert!(fs::symlink_metadata(wt.join("sock")).is_ok());
     fx.refuse(&id, "special-file");
     drop(sock);
     let fx = Fx::new();
@@ -964,7 +966,10 @@ fn c8_reftable_backend_private_refs() {
         .output()
         .unwrap();
     if !out.status.success() {
-        eprintln!("SKIPPED c8 reftable: this git cannot create reftable repositories");
+        skip(&format!(
+            "this git cannot create reftable repositories: {}",
+            stderr(&out).trim()
+        ));
         return;
     }
     fs::write(repo.join("README"), "r\n").unwrap();
@@ -1297,8 +1302,7 @@ fn c15_no_repository_configured_program_runs_in_any_command() {
 
 #[test]
 fn c15_repository_owned_by_another_user_is_unsafe() {
-    if !rustix::process::geteuid().is_root() {
-        eprintln!("SKIPPED c15 dubious ownership: needs root to chown the repository");
+    if !root_or_skip("chowns the repository to uid 65534") {
         return;
     }
     let fx = Fx::new();
@@ -1574,7 +1578,7 @@ fn fx_strace_missing() -> bool {
         .output()
         .is_ok_and(|o| o.status.success()); // forbid: allow (probe)
     if !ok {
-        eprintln!("SKIPPED d6: strace is not installed");
+        skip("strace is not installed");
     }
     !ok
 }
@@ -2310,7 +2314,7 @@ fn a5_b1_reused_inode_numbers_are_told_apart_by_birth_time() {
     let path = fx.env.state.join("records").join(format!("{id}.json"));
     let orig: serde_json::Value = serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
     if orig["lease"]["btime"].is_null() {
-        eprintln!("SKIPPED: this filesystem records no birth times");
+        skip("this filesystem records no birth times");
         return;
     }
     // Same device and inode, another birth: what a deleted-and-recreated

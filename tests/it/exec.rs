@@ -2,31 +2,26 @@
 //! signals, concurrency, adoption, and refusals before the command runs.
 
 use std::fs;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 
 use assert_cmd::assert::OutputAssertExt;
 
 use crate::support::*;
 
-/// Descriptors of `pid` without close-on-exec, read from its fdinfo flags.
-fn inheritable_fds(pid: u32) -> Vec<String> {
-    let mut v: Vec<String> = fs::read_dir(format!("/proc/{pid}/fdinfo"))
-        .unwrap()
-        .flatten()
-        .filter_map(|e| {
-            let info = fs::read_to_string(e.path()).ok()?;
-            let flags = info
-                .lines()
-                .find_map(|l| l.strip_prefix("flags:"))?
-                .trim()
-                .to_string();
-            let flags = u32::from_str_radix(&flags, 8).ok()?;
-            (flags & 0o2000000 == 0).then(|| e.file_name().into_string().unwrap())
-        })
-        .collect();
-    v.sort();
-    v
-}
+/// The descriptor the test hands the launcher on purpose, besides 0, 1, 2.
+const PASSED_FD: &str = "7";
+
+/// Python that makes its descriptors exactly 0, 1, 2 and `PASSED_FD` (open
+/// on /dev/null, inheritable), then execs `argv[1..]`: the launcher starts
+/// with a descriptor set the test knows, instead of whatever the test
+/// process and its other threads happen to have open at that moment.
+const EXACT_FDS: &str = "import os, sys\n\
+fd = os.open('/dev/null', os.O_RDONLY)\n\
+os.dup2(fd, 7)\n\
+os.closerange(3, 7)\n\
+os.closerange(8, os.sysconf('SC_OPEN_MAX'))\n\
+os.execv(sys.argv[1], sys.argv[1:])\n";
 
 #[test]
 fn command_gets_one_locked_descriptor_and_the_environment() {
@@ -34,7 +29,17 @@ fn command_gets_one_locked_descriptor_and_the_environment() {
     let repo = env.repo();
     // Inspected from outside once it has exec'd sleep, so no shell internals
     // are in the way.
-    let (bg, child) = env.spawn_holder(&["--keep", "--repo", repo.to_str().unwrap()]);
+    let ready = env.file("ready");
+    let script = format!("{}; exec sleep 600", ready_sh(&ready));
+    let mut c = env.cmd("python3");
+    c.args(["-c", EXACT_FDS, env!("CARGO_BIN_EXE_lease")])
+        .args(["exec", "--keep", "--repo", repo.to_str().unwrap()])
+        .args(["--", "sh", "-c", &script])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .process_group(0);
+    let bg = Bg(Some(c.spawn().unwrap()));
+    let child = read_pid(&ready);
     let _guard = KillOnDrop(child);
     wait_until("the command to exec sleep", || {
         fs::read_to_string(format!("/proc/{child}/comm")).is_ok_and(|c| c.trim() == "sleep")
@@ -45,9 +50,9 @@ fn command_gets_one_locked_descriptor_and_the_environment() {
         .map(|e| e.file_name().into_string().unwrap())
         .collect();
     fds.sort();
-    // What the launcher inherited from its caller (descriptors without
-    // close-on-exec): these, and only these, pass through, plus LEASE_FD.
-    let caller = inheritable_fds(bg.pid());
+    // What the launcher inherited from its caller: these, and only these,
+    // pass through, plus LEASE_FD.
+    let caller: Vec<String> = ["0", "1", "2", PASSED_FD].map(String::from).to_vec();
     let environ = fs::read(format!("/proc/{child}/environ")).unwrap();
     let var = |k: &str| -> String {
         environ
@@ -158,7 +163,7 @@ fn a_launcher_ends_its_own_session_not_a_later_one() {
         env.file("r3"),
         env.file("go"),
     );
-    let hold = |ready: &std::path::Path| format!("echo $$ > '{}'; exec sleep 600", ready.display());
+    let hold = |ready: &std::path::Path| format!("{}; exec sleep 600", ready_sh(ready));
     let _l1 = env.spawn_lease(&[
         "exec",
         "--keep",
@@ -172,9 +177,9 @@ fn a_launcher_ends_its_own_session_not_a_later_one() {
     read_pid(&r1);
     let id = env.record()["id"].as_str().unwrap().to_string();
     let wait_go = format!(
-        "echo $$ > '{}'; while [ ! -e '{}' ]; do sleep 0.05; done",
-        r2.display(),
-        go.display()
+        "{}; while [ ! -e {} ]; do sleep 0.05; done",
+        ready_sh(&r2),
+        sh_quote(&go)
     );
     let l2 = env.spawn_lease(&["exec", "--resume", &id, "--", "sh", "-c", &wait_go]);
     read_pid(&r2);
@@ -235,17 +240,19 @@ n = 0
 def term(*_):
     global n
     n += 1
-    open({count:?}, "w").write(str(n))
+    # Renamed into place complete: the test waits for the file to exist.
+    f = open({tmp:?}, "w"); f.write(str(n)); f.close(); os.rename({tmp:?}, {count:?})
 def usr1(*_):
     sys.exit(n)
 signal.signal(signal.SIGTERM, term)
 signal.signal(signal.SIGUSR1, usr1)
-open({ready:?}, "w").write(str(os.getpid()))
+{ready}
 while True:
     signal.pause()
 "#,
+        tmp = env.file("count.tmp").to_str().unwrap(),
         count = count.to_str().unwrap(),
-        ready = ready.to_str().unwrap()
+        ready = ready_py(&ready)
     );
     let repo_s = repo.to_str().unwrap();
     let bg = env.spawn_lease(&[
@@ -477,10 +484,7 @@ fn unlock_by_a_descendant_does_not_free_the_lease_while_the_launcher_lives() {
     let env = TestEnv::new();
     let repo = env.repo();
     let ready = env.file("ready");
-    let script = format!(
-        "flock -u $LEASE_FD; echo $$ > {}; exec sleep 600",
-        ready.display()
-    );
+    let script = format!("flock -u $LEASE_FD; {}; exec sleep 600", ready_sh(&ready));
     let bg = env.spawn_lease(&[
         "exec",
         "--repo",

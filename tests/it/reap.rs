@@ -349,7 +349,7 @@ fn reap_report_covers_every_state_orphans_and_a_missing_registration() {
     let planned_gone = crash_at(&env, &repo, "exec-planned", "true");
     // active, launcher alive.
     let ready = env.file("ready");
-    let script = format!("echo $$ > {}; exec sleep 600", ready.display());
+    let script = format!("{}; exec sleep 600", ready_sh(&ready));
     let before = ids(&env);
     let running = spawn_with(
         &env,
@@ -787,7 +787,7 @@ fn a_hold_on_an_active_record_takes_effect_when_it_turns_terminal() {
     let env = TestEnv::new();
     let repo = env.repo();
     let ready = env.file("ready");
-    let script = format!("echo $$ > {}; exec sleep 600", ready.display());
+    let script = format!("{}; exec sleep 600", ready_sh(&ready));
     let bg = env.spawn_lease(&[
         "exec",
         "--repo",
@@ -1038,7 +1038,7 @@ fn a_kept_worktree_whose_next_session_crashed_stays_kept() {
     let (_, id) = lease_new(&env, &repo, &[], &["exec", "--keep", "--", "true"]);
     let wt = worktree_of(&env, &id);
     let ready = env.file("ready");
-    let script = format!("echo $$ > {}; exec sleep 600", ready.display());
+    let script = format!("{}; exec sleep 600", ready_sh(&ready));
     let bg = env.spawn_lease(&[
         "exec",
         "--adopt",
@@ -1456,8 +1456,7 @@ fn a_planned_record_whose_lease_is_held_is_not_finished() {
     let lease = env.lease_of(&id);
     assert!(!worktree_of_planned(&env, &id).exists());
     // Someone holds the lease shared, as a consumer would.
-    let held = fs::File::open(&lease).unwrap();
-    held.lock_shared().unwrap();
+    let held = LockHolder::new(&env, &lease, false);
     let state = state_of(&env);
     let (o, v) = reap(&env, &["--apply"]);
     assert_code(&o, 1);
@@ -1514,9 +1513,7 @@ fn a_stopped_retire_is_resumed_only_when_its_lease_is_free() {
         let mut held = None;
         match case {
             "held" => {
-                let f = fs::File::open(&lease).unwrap();
-                f.lock_shared().unwrap();
-                held = Some(f);
+                held = Some(LockHolder::new(&env, &lease, false));
             }
             "lock-error" => vars.push(("LEASE_FI_LOCK_ERROR", "1")),
             "lease-gone" => fs::remove_file(&lease).unwrap(),

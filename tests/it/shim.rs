@@ -95,12 +95,6 @@ fn assert_removed(env: &TestEnv, id: &str) {
     assert_eq!(env.record_of(id)["state"], "removed");
 }
 
-/// Returns true if a fresh open of `path` can take `LOCK_EX|LOCK_NB`: no
-/// process holds the lease. The test's own lock ends with the descriptor.
-fn lease_is_free(path: &Path) -> bool {
-    fs::File::open(path).unwrap().try_lock().is_ok()
-}
-
 // ---- lease join ----
 
 #[test]
@@ -153,7 +147,7 @@ fn join_runs_the_command_holding_the_lease() {
         "terminal",
         "join changes no record"
     );
-    assert!(lease_is_free(&env.lease_of(&id)));
+    assert!(lock_is_free(&env, &env.lease_of(&id)));
 }
 
 /// Runs `lease join -- touch <marker>` and asserts a refusal with `code`
@@ -290,8 +284,7 @@ fn join_fails_at_once_while_the_lease_is_held_exclusively() {
     let (id, _) = terminal_worktree(&env, &repo);
     let vars = lease_vars(&env, &id);
     // What a retire holds: LOCK_EX on its own open (flock -x).
-    let ex = fs::File::open(env.lease_of(&id)).unwrap();
-    ex.try_lock().unwrap();
+    let ex = LockHolder::new(&env, &env.lease_of(&id), true);
     assert_join_refused(&env, &vars, "retire-in-progress");
     drop(ex);
     // A real retire paused while it holds the lock.
@@ -326,11 +319,7 @@ fn join_keeps_retire_held_while_the_command_runs() {
     let mut c = env.lease();
     c.envs(lease_vars(&env, &id))
         .args(["join", "--", "sh", "-c"])
-        .arg(format!(
-            "echo $$ > {}; read _ < {}",
-            ready.display(),
-            go.display()
-        ))
+        .arg(format!("{}; read _ < {}", ready_sh(&ready), sh_quote(&go)))
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .process_group(0);
@@ -495,7 +484,7 @@ fn git_shim_picks_the_real_git_and_joins_only_without_the_descriptor() {
         .output()
         .unwrap();
     if Path::new("/usr/bin/lease").exists() || Path::new("/bin/lease").exists() {
-        eprintln!("SKIPPED the no-lease-binary case: a lease is installed in /usr/bin or /bin");
+        skip("the no-lease-binary case: a lease is installed in /usr/bin or /bin");
     } else {
         assert_code(&o, 125);
         assert!(stderr(&o).contains("LEASE_BIN"), "{}", stderr(&o));
@@ -522,9 +511,9 @@ fn git_commit_from_a_python_worker_holds_the_lease_after_the_launcher_died() {
         &format!(
             "#!/bin/sh\nprintf 'shim commit\\n' > \"$1\"\n\
              stat -L -c %d:%i /proc/$$/fd/${{LEASE_FD:-none}} > {held} 2>/dev/null\n\
-             echo $$ > {ready}\nread _ < {go}\n",
+             {ready}\nread _ < {go}\n",
             held = held.display(),
-            ready = editor_ready.display(),
+            ready = ready_sh(&editor_ready),
             go = editor_go.display()
         ),
     );
@@ -536,14 +525,14 @@ fn git_commit_from_a_python_worker_holds_the_lease_after_the_launcher_died() {
         format!(
             r#"import os, subprocess, sys
 os.close(int(os.environ["LEASE_FD"]))
-open({ready:?}, "w").write(str(os.getpid()))
+{ready}
 open({go:?}).read()
 p = subprocess.Popen(["git", "-c", "core.editor=" + {editor:?}, "commit", "-q",
                       "--allow-empty", "--author", "A U Thor <a@example.com>"])
 rc = p.wait()
 open({done:?}, "w").write(str(rc))
 "#,
-            ready = worker_ready.to_str().unwrap(),
+            ready = ready_py(&worker_ready),
             go = worker_go.to_str().unwrap(),
             editor = editor.to_str().unwrap(),
             done = done.to_str().unwrap(),
@@ -568,7 +557,7 @@ open({done:?}, "w").write(str(rc))
     // The worker closed its descriptor and the launcher is dead: nobody
     // holds the lease (the kernel drops the killed launcher's lock as it exits).
     let lease = env.lease_of(&id);
-    wait_until("the lease to be free", || lease_is_free(&lease));
+    wait_until("the lease to be free", || lock_is_free(&env, &lease));
     release(&worker_go);
     let editor_pid = read_pid(&editor_ready);
     let _e = KillOnDrop(editor_pid);
@@ -639,8 +628,8 @@ fn python_popen_wrapper_passes_the_lease_to_the_child() {
     let go = env.file("child-go");
     fifo(&go);
     let child = format!(
-        "import os\nopen({:?}, 'w').write(str(os.getpid()))\nopen({:?}).read()\n",
-        ready.to_str().unwrap(),
+        "{}\nopen({:?}).read()\n",
+        ready_py(&ready),
         go.to_str().unwrap()
     );
     // The worker starts a child outside the worktree through the wrapper and
@@ -695,12 +684,12 @@ fn python_joined_holds_the_lease_in_process_until_the_block_ends() {
     fifo(&go2);
     let script = format!(
         "import os, sys\nsys.path.insert(0, {shim:?})\nimport lease_shim\n\
-         with lease_shim.joined():\n    open({r1:?}, 'w').write(str(os.getpid()))\n    open({g1:?}).read()\n\
-         open({r2:?}, 'w').write(str(os.getpid()))\nopen({g2:?}).read()\n",
+         with lease_shim.joined():\n    {r1}\n    open({g1:?}).read()\n\
+         {r2}\nopen({g2:?}).read()\n",
         shim = shim_dir().join("python").to_str().unwrap(),
-        r1 = ready1.to_str().unwrap(),
+        r1 = ready_py(&ready1),
         g1 = go1.to_str().unwrap(),
-        r2 = ready2.to_str().unwrap(),
+        r2 = ready_py(&ready2),
         g2 = go2.to_str().unwrap(),
     );
     let mut c = env.cmd("python3");

@@ -7,10 +7,134 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
 
 use rustix::process::{Pid, Signal};
 use sha2::Digest;
+
+#[path = "../../src/testing.rs"]
+mod testing;
+/// Says `SKIPPED: <test> (<why>)` and records the running test as skipped
+/// (see `src/testing.rs`); the caller returns right after.
+pub(crate) use testing::skip;
+/// Waits for a true handshake, 60 s at most (see `src/testing.rs`).
+pub(crate) use testing::wait_until;
+
+/// True when the tests run as root (uid 0 in this user namespace).
+pub(crate) fn is_root() -> bool {
+    rustix::process::geteuid().is_root()
+}
+
+/// True when the tests run as root; otherwise records the running test as
+/// skipped because it `needs` what only root has (a second uid to chown
+/// to, ...) and returns false: `if !root_or_skip("chowns to uid 65534") { return; }`.
+pub(crate) fn root_or_skip(needs: &str) -> bool {
+    if is_root() {
+        return true;
+    }
+    skip(&format!("needs root: {needs}"));
+    false
+}
+
+/// Runs `sh -c SCRIPT` (in the sandbox root) with the power to mount, in a
+/// private mount namespace: `unshare -m` as root; as an ordinary user, a
+/// user namespace that maps only our own uid ([`ns_as_ourselves`]; SPEC
+/// "Testing knobs and tests": `unshare -Urm` but our uid kept) with a
+/// private root ([`PRIVATE_ROOT`]).
+/// Returns `None` after recording the test as skipped when the machine
+/// cannot (no user namespaces, no `unshare`).
+pub(crate) fn in_mount_ns(env: &TestEnv, script: &str) -> Option<Output> {
+    let ns: Vec<String> = if is_root() {
+        vec!["-m".into()]
+    } else {
+        ns_as_ourselves().into()
+    };
+    let probe = env.cmd("unshare").args(&ns).arg("true").output();
+    if !probe.as_ref().is_ok_and(|o| o.status.success()) {
+        let why = match &probe {
+            Ok(o) => stderr(o).trim().to_string(),
+            Err(e) => e.to_string(),
+        };
+        skip(&format!("unshare {} fails here: {why}", ns.join(" ")));
+        return None;
+    }
+    if is_root() {
+        return Some(
+            env.cmd("unshare")
+                .args(["-m", "--propagation", "private", "sh", "-c", script])
+                .output()
+                .unwrap(),
+        );
+    }
+    let new_root = tempfile::tempdir().unwrap();
+    let bin_dir = Path::new(env!("CARGO_BIN_EXE_lease")).parent().unwrap();
+    let o = env
+        .cmd("unshare")
+        .args(ns_as_ourselves())
+        .args(["sh", "-c", PRIVATE_ROOT, "sh"])
+        .args([new_root.path(), &env.root, bin_dir])
+        .arg(script)
+        .output()
+        .unwrap();
+    if o.status.code() == Some(PRIVATE_ROOT_FAILED) {
+        skip(&format!(
+            "cannot build a private root under unshare -Urm: {}",
+            stderr(&o).trim()
+        ));
+        return None;
+    }
+    Some(o)
+}
+
+/// `unshare` options for a user and mount namespace that map only our uid
+/// and gid, each to itself (not to root, as `-r` would: lease records the
+/// owner of every file it names, and a record written outside must match
+/// inside), keeping the namespace's capabilities (`--keep-caps`, ambient)
+/// so the script can mount.
+fn ns_as_ourselves() -> [String; 7] {
+    let uid = rustix::process::geteuid().as_raw();
+    let gid = rustix::process::getegid().as_raw();
+    [
+        "--user".into(),
+        format!("--map-user={uid}"),
+        format!("--map-group={gid}"),
+        "--keep-caps".into(),
+        "--mount".into(),
+        "--propagation".into(),
+        "private".into(),
+    ]
+}
+
+/// The exit status of [`PRIVATE_ROOT`] when the namespace cannot be set up.
+const PRIVATE_ROOT_FAILED: i32 = 97;
+
+/// In a user namespace that maps only our uid, every root-owned directory
+/// (`/`, `/tmp`) shows as uid 65534, and lease rightly refuses a state root
+/// below one (`lease-dir-unsafe`). This script (`sh -c` with NEW_ROOT
+/// SANDBOX BIN_DIR SCRIPT) builds a root that we own: a tmpfs at NEW_ROOT with the system's /usr, /etc, /dev and /proc
+/// (and /bin, /lib, ... as they are) bound in, and the sandbox and the
+/// directory of the lease binary bound at their own paths, so every path a
+/// test knows, and every (device, inode), is the same inside. It then runs
+/// SCRIPT there, in the sandbox, with `sh -c`.
+const PRIVATE_ROOT: &str = r#"
+new=$1 sandbox=$2 bin_dir=$3 script=$4
+fail() { echo "$*" >&2; exit 97; }
+mount -t tmpfs -o mode=0755 lease-test-root "$new" || fail "mount tmpfs on $new"
+for d in usr etc dev proc; do
+  mkdir "$new/$d" && mount --rbind "/$d" "$new/$d" || fail "bind /$d"
+done
+for d in bin sbin lib lib32 lib64 libx32; do
+  if [ -L "/$d" ]; then
+    ln -s "$(readlink "/$d")" "$new/$d" || fail "link /$d"
+  elif [ -d "/$d" ]; then
+    mkdir "$new/$d" && mount --rbind "/$d" "$new/$d" || fail "bind /$d"
+  fi
+done
+for p in "$sandbox" "$bin_dir"; do
+  mkdir -p "$new$p" && mount --rbind "$p" "$new$p" || fail "bind $p"
+done
+chroot=$(PATH=$PATH:/usr/sbin:/sbin command -v chroot) || fail "no chroot(8)"
+cd / && exec "$chroot" "$new" sh -c 'cd "$1" && eval "$2"' sh "$sandbox" "$script"
+"#;
 
 /// A private sandbox: HOME, state root and repositories under one temp dir,
 /// and an environment with nothing from the developer's machine but PATH.
@@ -58,6 +182,11 @@ impl TestEnv {
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
         v.push(("PATH".into(), std::env::var("PATH").unwrap()));
+        // The caller's temp dir, kept (SPEC "Testing knobs and tests"): the
+        // sandbox is under it, and lease's temp-root check must know it.
+        if let Some(t) = std::env::var_os("TMPDIR") {
+            v.push(("TMPDIR".into(), t.into_string().unwrap()));
+        }
         v
     }
 
@@ -172,6 +301,15 @@ impl TestEnv {
         self.root.join(name)
     }
 
+    /// A path under the sandbox that no earlier call returned: `NAME-1`,
+    /// `NAME-2`, ... (a second handshake in one test never sees the first
+    /// one's file).
+    pub(crate) fn fresh_file(&self, name: &str) -> PathBuf {
+        static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.root.join(format!("{name}-{n}"))
+    }
+
     /// Runs `lease exec -- sh -c SCRIPT` in `repo` and returns its output.
     pub(crate) fn exec_sh(&self, repo: &Path, script: &str) -> Output {
         self.lease()
@@ -250,7 +388,7 @@ impl TestEnv {
     /// sleeps 600 s in the launcher's process group, so dropping the `Bg`
     /// kills it.
     pub(crate) fn spawn_holder(&self, opts: &[&str]) -> (Bg, u32) {
-        let ready = self.file("ready");
+        let ready = self.fresh_file("holder-ready");
         let script = holder_script(&ready);
         let mut args = vec!["exec"];
         args.extend_from_slice(opts);
@@ -269,6 +407,93 @@ impl TestEnv {
             .process_group(0);
         Bg(Some(c.spawn().unwrap()))
     }
+}
+
+/// A flock on a file held by a python3 process the test controls, never by
+/// the test process itself: a descriptor the test process holds is copied
+/// into every child another test thread forks at that moment (close-on-exec
+/// closes it only at that child's exec), so a lock the test drops could
+/// outlive the drop for a moment and hold what should be free. Dropping the
+/// holder closes its stdin, and it exits; the drop returns once it has
+/// exited, so the lock is gone.
+pub(crate) struct LockHolder(Option<Child>);
+
+impl LockHolder {
+    /// Takes `LOCK_SH` (or `LOCK_EX` if `exclusive`) on `path`, without
+    /// blocking: panics if the lock is taken or `path` cannot be opened.
+    pub(crate) fn new(env: &TestEnv, path: &Path, exclusive: bool) -> LockHolder {
+        let ready = env.fresh_file("lock-ready");
+        let op = if exclusive { "LOCK_EX" } else { "LOCK_SH" };
+        let py = format!(
+            "import fcntl, sys\nf = open({:?})\nfcntl.flock(f, fcntl.{op} | fcntl.LOCK_NB)\n{}\nsys.stdin.read()\n",
+            path.to_str().unwrap(),
+            ready_py(&ready)
+        );
+        let mut child = env
+            .cmd("python3")
+            .args(["-c", &py])
+            .stdin(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        wait_until(&format!("{op} on {}", path.display()), || {
+            ready.exists() || child.try_wait().unwrap().is_some()
+        });
+        if !ready.exists() {
+            let o = child.wait_with_output().unwrap();
+            panic!("cannot {op} {}: {}", path.display(), stderr(&o));
+        }
+        LockHolder(Some(child))
+    }
+}
+
+impl Drop for LockHolder {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.0.take() {
+            drop(c.stdin.take());
+            let _ = c.wait();
+        }
+    }
+}
+
+/// True if `path` can be locked `LOCK_EX|LOCK_NB` right now: nothing holds
+/// the lease. Probed from a python3 process, never by the test process
+/// itself (see [`LockHolder`]: its own probe could briefly hold the lock in
+/// another test's child). Panics if `path` cannot be opened.
+pub(crate) fn lock_is_free(env: &TestEnv, path: &Path) -> bool {
+    let py = "import fcntl, sys\nf = open(sys.argv[1])\ntry:\n    fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)\nexcept BlockingIOError:\n    sys.exit(1)\n";
+    let o = env
+        .cmd("python3")
+        .args(["-c", py])
+        .arg(path)
+        .output()
+        .unwrap();
+    match o.status.code() {
+        Some(0) => true,
+        Some(1) => false,
+        _ => panic!(
+            "cannot probe the lock on {}: {}",
+            path.display(),
+            stderr(&o)
+        ),
+    }
+}
+
+/// A `sleep 600` that opened `path` itself (on fd 3), in its own process
+/// group (killed on drop), returned once it holds it; its pid is `.pid()`.
+/// The test process never opens `path` for it (see [`LockHolder`]).
+pub(crate) fn spawn_opener(env: &TestEnv, path: &Path) -> Bg {
+    let ready = env.fresh_file("opener-ready");
+    let script = format!(
+        "exec 3< {} && {}; exec sleep 600",
+        sh_quote(path),
+        ready_sh(&ready)
+    );
+    let mut c = env.cmd("sh");
+    c.args(["-c", &script]).process_group(0);
+    let bg = Bg(Some(c.spawn().unwrap()));
+    read_pid(&ready);
+    bg
 }
 
 /// A background process whose whole group is SIGKILLed on drop.
@@ -329,26 +554,50 @@ fn pid_of(pid: u32) -> Option<Pid> {
         .and_then(Pid::from_raw)
 }
 
-/// Waits until `cond` holds, polling; panics with `what` after 20 s.
-pub(crate) fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !cond() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+/// `path` quoted for sh (single quotes; a `'` inside becomes `'\''`).
+pub(crate) fn sh_quote(path: &Path) -> String {
+    format!("'{}'", path.to_str().unwrap().replace('\'', "'\\''"))
 }
 
-/// Reads a pid a child wrote to a readiness file, once it is complete.
+/// Shell text that announces readiness: `echo $$ > PATH`, the shell's pid
+/// and a newline, which the builtin `echo` writes in one write(2) with the
+/// newline last; [`read_pid`] waits for the newline, so it never takes a
+/// half-written file for a pid. Put it after whatever must hold when the
+/// test goes on (`cd sub && READY; exec sleep 600`). No rename through
+/// `mv`: that would be one more process, holding the lease descriptor with
+/// its cwd in the worktree, alive for a moment after the file appears,
+/// which a test counting holders could see.
+pub(crate) fn ready_sh(path: &Path) -> String {
+    format!("echo $$ > {}", sh_quote(path))
+}
+
+/// Python text (one line of statements, `import os` included) that
+/// announces readiness: the process's pid and a newline, written to a temp
+/// name, closed, and renamed into place. It binds only `os` and `_ready`
+/// (a script's own file object kept in another name stays open).
+pub(crate) fn ready_py(path: &Path) -> String {
+    let mut t = path.as_os_str().to_owned();
+    t.push(".tmp");
+    let (t, p) = (t.to_str().unwrap(), path.to_str().unwrap());
+    format!(
+        "import os; _ready = open({t:?}, 'w'); _ready.write('%d\\n' % os.getpid()); _ready.close(); os.rename({t:?}, {p:?})"
+    )
+}
+
+/// Waits for the readiness file `path` ([`ready_sh`], [`ready_py`]) to hold
+/// a complete line, and returns the pid in it. A complete line that is not
+/// a pid is a test bug and panics.
 pub(crate) fn read_pid(path: &Path) -> u32 {
-    let mut pid = 0;
-    wait_until(&format!("a pid in {}", path.display()), || {
-        pid = fs::read_to_string(path)
-            .ok()
-            .and_then(|s| s.trim().parse().ok())
-            .unwrap_or(0);
-        pid != 0
+    let mut line = String::new();
+    wait_until(&format!("a pid line in {}", path.display()), || {
+        line = fs::read_to_string(path).unwrap_or_default();
+        line.ends_with('\n')
     });
-    pid
+    line.trim_end()
+        .parse()
+        .ok()
+        .filter(|&p: &u32| p > 1)
+        .unwrap_or_else(|| panic!("{} holds {line:?}, not a pid line", path.display()))
 }
 
 /// True while `pid` exists and is not a zombie (a zombie holds no descriptors).
@@ -536,19 +785,20 @@ pub(crate) fn audit_chain_ok(env: &TestEnv) -> bool {
     true
 }
 
-/// A command script that writes its pid to `ready`, then becomes `sleep 600`
-/// holding the inherited lease.
+/// A command script that announces its pid in `ready` ([`ready_sh`]), then
+/// becomes `sleep 600` holding the inherited lease.
 fn holder_script(ready: &Path) -> String {
-    format!("echo $$ > {}; exec sleep 600", ready.display())
+    format!("{}; exec sleep 600", ready_sh(ready))
 }
 
 /// A command script that daemonizes a grandchild (new session, stdio
-/// closed, the lease descriptor inherited) which writes its pid to `ready`
-/// and sleeps, then exits at once.
+/// closed, the lease descriptor inherited) which announces its pid in
+/// `ready` ([`ready_sh`]) and sleeps, then exits at once.
 pub(crate) fn daemon_script(ready: &Path) -> String {
+    let inner = format!("{}; exec sleep 600", ready_sh(ready));
     format!(
-        "setsid sh -c 'echo $$ > {}; exec sleep 600' </dev/null >/dev/null 2>&1 &",
-        ready.display()
+        "setsid sh -c {} </dev/null >/dev/null 2>&1 &",
+        sh_quote(Path::new(&inner))
     )
 }
 
