@@ -893,6 +893,18 @@ fn render_target(t: &TargetReport) -> Vec<String> {
             }
         }
     }
+    for f in &t.filters {
+        let cmds: Vec<&str> = [f.process.as_deref(), f.clean.as_deref()]
+            .into_iter()
+            .flatten()
+            .collect();
+        out.push(format!(
+            "  ran trusted filter `{}` (`{}`, {})",
+            f.driver,
+            cmds.join("` / `"),
+            f.origin
+        ));
+    }
     out
 }
 

@@ -68,7 +68,8 @@ pub struct Git {
 /// sanitized git of one run neutralizes the drivers the first read found
 /// (the config is repository-owned; a process that rewrites it while lease
 /// runs can already run code itself).
-static FILTERS: Mutex<Vec<(PathBuf, Vec<Vec<u8>>)>> = Mutex::new(Vec::new());
+/// Each entry is the raw `git config -z --get-regexp '^filter\.'` output.
+static FILTERS: Mutex<Vec<(PathBuf, Vec<u8>)>> = Mutex::new(Vec::new());
 
 impl Git {
     /// Resolves git once: the policy's `git` (config or `$LEASE_GIT`,
@@ -162,27 +163,27 @@ impl Git {
             inner: c,
             shown: Vec::new(),
             gate: None,
+            input: None,
         }
     }
 
-    /// Reads the filter-driver names `git config` sees in `dir`, once per
-    /// process and directory.
-    fn filters_in(&self, dir: &Path) -> Result<Vec<Vec<u8>>> {
-        let cache = |f: &Vec<(PathBuf, Vec<Vec<u8>>)>| {
-            f.iter().find(|(d, _)| d == dir).map(|(_, v)| v.clone())
-        };
+    /// Reads the filter-driver config `git config` sees in `dir` (raw
+    /// `-z --get-regexp` output), once per process and directory.
+    fn filters_in(&self, dir: &Path) -> Result<Vec<u8>> {
+        let cache =
+            |f: &Vec<(PathBuf, Vec<u8>)>| f.iter().find(|(d, _)| d == dir).map(|(_, v)| v.clone());
         if let Some(v) = cache(&FILTERS.lock().unwrap_or_else(|p| p.into_inner())) {
             return Ok(v);
         }
         let out = self
-            .sanitized(Some(dir), &[])
+            .sanitized(Some(dir), &[], &[])
             .args(["config", "-z", "--get-regexp", r"^filter\."])
             .output()?;
         // Exit 1 means no filter driver is configured.
         if !out.ok && out.code != Some(1) {
             return Err(out.error());
         }
-        let v = parse_filter_drivers(&out.stdout);
+        let v = out.stdout;
         let mut f = FILTERS.lock().unwrap_or_else(|p| p.into_inner());
         if cache(&f).is_none() {
             f.push((dir.to_path_buf(), v.clone()));
@@ -200,14 +201,17 @@ impl Git {
     /// A sanitized git for the repository whose common git dir is `common`.
     /// Reads the names of its filter drivers once, to neutralize them.
     pub fn repo(&self, common: &Path) -> Result<RepoGit> {
+        let config = self.filters_in(common)?;
         Ok(RepoGit {
             git: self.clone(),
-            filters: self.filters_in(common)?,
+            filters: parse_filter_drivers(&config),
+            with_process: parse_process_drivers(&config),
+            trusted: Vec::new(),
             pin: None,
         })
     }
 
-    fn sanitized(&self, dir: Option<&Path>, filters: &[Vec<u8>]) -> Cmd {
+    fn sanitized(&self, dir: Option<&Path>, filters: &[Vec<u8>], trusted: &[TrustedFilter]) -> Cmd {
         let mut c = self.raw(dir);
         // Replace refs can fake "already pushed" (research/crates.md §3).
         c.args(["--no-optional-locks", "--no-replace-objects"]);
@@ -215,22 +219,51 @@ impl Git {
             c.arg("-c").arg(o);
         }
         let mut n = 0;
+        let mut set = |d: &[u8], key: &str, value: &[u8]| {
+            let mut k = b"filter.".to_vec();
+            k.extend_from_slice(d);
+            k.push(b'.');
+            k.extend_from_slice(key.as_bytes());
+            c.inner
+                .env(format!("GIT_CONFIG_KEY_{n}"), OsString::from_vec(k));
+            c.inner.env(
+                format!("GIT_CONFIG_VALUE_{n}"),
+                OsString::from_vec(value.to_vec()),
+            );
+            n += 1;
+        };
         for d in filters {
+            if trusted.iter().any(|t| t.driver.as_bytes() == d.as_slice()) {
+                continue;
+            }
             for (key, value) in [
                 ("clean", ""),
                 ("smudge", ""),
                 ("process", ""),
                 ("required", "false"),
             ] {
-                let mut k = b"filter.".to_vec();
-                k.extend_from_slice(d);
-                k.push(b'.');
-                k.extend_from_slice(key.as_bytes());
-                c.inner
-                    .env(format!("GIT_CONFIG_KEY_{n}"), OsString::from_vec(k));
-                c.inner.env(format!("GIT_CONFIG_VALUE_{n}"), value);
-                n += 1;
+                set(d, key, value.as_bytes());
             }
+        }
+        // A trusted driver runs as the user's own config defines it, whatever
+        // the repository's config says; it never smudges (no lease git
+        // checks anything out, and a repository-defined smudge is not the
+        // user's).
+        for t in trusted {
+            let d = t.driver.as_bytes();
+            set(d, "clean", t.clean.as_deref().unwrap_or("").as_bytes());
+            // An empty `process` would disable `clean` as well: set it only
+            // when the user's config does (`with_trusted` refuses a driver
+            // whose `process` only the repository sets).
+            if let Some(p) = &t.process {
+                set(d, "process", p.as_bytes());
+            }
+            set(d, "smudge", b"");
+            set(
+                d,
+                "required",
+                t.required.as_deref().unwrap_or("false").as_bytes(),
+            );
         }
         if n > 0 {
             c.inner.env("GIT_CONFIG_COUNT", n.to_string());
@@ -239,14 +272,70 @@ impl Git {
         c
     }
 
+    /// Reads how the user's own git config (system and global scope only,
+    /// includes followed; never the repository's or a worktree's) defines
+    /// filter driver `driver`: its `clean`, `process` and `required` keys,
+    /// the last definition winning as in git. `Ok(None)` if it defines
+    /// neither `clean` nor `process`. The user's config is found as their
+    /// git finds it: `HOME`, `XDG_CONFIG_HOME`, `GIT_CONFIG_GLOBAL`,
+    /// `GIT_CONFIG_SYSTEM` and `GIT_CONFIG_NOSYSTEM` from lease's
+    /// environment; `git config` runs in `/`, outside every repository,
+    /// and `--show-scope` (git 2.26) drops anything else.
+    pub fn user_filter(&self, driver: &str) -> Result<Option<TrustedFilter>> {
+        let mut c = Command::new(&self.bin);
+        c.env_clear();
+        for k in [
+            "PATH",
+            "HOME",
+            "XDG_CONFIG_HOME",
+            "GIT_CONFIG_GLOBAL",
+            "GIT_CONFIG_SYSTEM",
+            "GIT_CONFIG_NOSYSTEM",
+        ] {
+            if let Some(v) = std::env::var_os(k) {
+                c.env(k, v);
+            }
+        }
+        c.env("LC_ALL", "C")
+            .env("GIT_CEILING_DIRECTORIES", "/")
+            .current_dir("/")
+            .stdin(Stdio::null());
+        let mut cmd = Cmd {
+            inner: c,
+            shown: Vec::new(),
+            gate: Some(self.clone()),
+            input: None,
+        };
+        cmd.args([
+            "config",
+            "-z",
+            "--includes",
+            "--show-scope",
+            "--show-origin",
+            "--get-regexp",
+            r"^filter\.",
+        ]);
+        let out = cmd.output()?;
+        if !out.ok && out.code != Some(1) {
+            return Err(out.error());
+        }
+        Ok(parse_user_filter(&out.stdout, driver))
+    }
+
     /// Like [`Git::repo`], and also neutralizes filter drivers that only
     /// `dir` sees (a worktree's `config.worktree` under
     /// `extensions.worktreeConfig`).
     pub fn repo_at(&self, common: &Path, dir: &Path) -> Result<RepoGit> {
         let mut rg = self.repo(common)?;
-        for d in self.filters_in(dir)? {
+        let config = self.filters_in(dir)?;
+        for d in parse_filter_drivers(&config) {
             if !rg.filters.contains(&d) {
                 rg.filters.push(d);
+            }
+        }
+        for d in parse_process_drivers(&config) {
+            if !rg.with_process.contains(&d) {
+                rg.with_process.push(d);
             }
         }
         Ok(rg)
@@ -256,7 +345,7 @@ impl Git {
     /// filter-driver overrides; use it only for commands that run no filter,
     /// such as `rev-parse`).
     pub fn plain(&self, dir: &Path) -> Cmd {
-        self.sanitized(Some(dir), &[])
+        self.sanitized(Some(dir), &[], &[])
     }
 
     /// A git with the user's own config (but no `GIT_*` or `LEASE_*` from the
@@ -274,6 +363,7 @@ impl Git {
             inner: c,
             shown: Vec::new(),
             gate: Some(self.clone()),
+            input: None,
         }
     }
 }
@@ -293,6 +383,11 @@ pub fn worktrees(git: &Git, common: &Path) -> Result<Vec<WorktreeEntry>> {
 pub struct RepoGit {
     git: Git,
     filters: Vec<Vec<u8>>,
+    /// Drivers whose repository config sets `process`.
+    with_process: Vec<Vec<u8>>,
+    /// Drivers the operator trusts (`trusted_filters`), as the user's own
+    /// config defines them: these run; every other driver is neutralized.
+    trusted: Vec<TrustedFilter>,
     /// `(admin dir, worktree)`: commands run in the worktree get
     /// `GIT_DIR`/`GIT_WORK_TREE` set explicitly, as git's own
     /// `check_clean_worktree` does, so a `core.worktree` in the worktree's
@@ -303,7 +398,7 @@ pub struct RepoGit {
 impl RepoGit {
     /// A sanitized command run in `dir` (a worktree, or the common git dir).
     pub fn cmd(&self, dir: &Path) -> Cmd {
-        let mut c = self.git.sanitized(Some(dir), &self.filters);
+        let mut c = self.git.sanitized(Some(dir), &self.filters, &self.trusted);
         if let Some((admin, wt)) = &self.pin
             && wt == dir
         {
@@ -398,6 +493,47 @@ impl RepoGit {
         Ok(parse_worktrees(&self.worktree_list(common)?))
     }
 
+    /// Lets the drivers of `trusted` run as the user's config defines them
+    /// (SPEC "Truthful content probes"); the rest stay neutralized. A
+    /// driver the user defines with `clean` only, while the repository's
+    /// config sets its `process`, is left neutralized and returned: git
+    /// runs a defined `process` instead of `clean`, and a `process` reset
+    /// to empty disables `clean` too (convert.c `apply_filter`, git 2.47),
+    /// so the user's definition cannot run without the repository's.
+    pub fn with_trusted(mut self, trusted: Vec<TrustedFilter>) -> (RepoGit, Vec<TrustedFilter>) {
+        let (usable, shadowed): (Vec<_>, Vec<_>) = trusted.into_iter().partition(|t| {
+            t.process.is_some() || !self.with_process.iter().any(|d| d == t.driver.as_bytes())
+        });
+        self.trusted = usable;
+        (self, shadowed)
+    }
+
+    /// The trusted drivers this git runs.
+    pub fn trusted(&self) -> &[TrustedFilter] {
+        &self.trusted
+    }
+
+    /// Returns the `filter` attribute of each of `paths` (relative to the
+    /// top of worktree `wt`) that names a driver, as `(path, driver)`:
+    /// `git check-attr -z --stdin filter`, which reads `.gitattributes`
+    /// files and `info/attributes` and runs nothing.
+    pub fn filter_attrs(&self, wt: &Path, paths: &[Vec<u8>]) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        if paths.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut input = Vec::new();
+        for p in paths {
+            input.extend_from_slice(p);
+            input.push(0);
+        }
+        let out = self
+            .cmd(wt)
+            .args(["check-attr", "-z", "--stdin", "filter"])
+            .input(input)
+            .probe()?;
+        Ok(parse_filter_attrs(&out))
+    }
+
     /// Pins commands run in `wt` to its admin directory `admin`.
     pub fn pinned(mut self, admin: &Path, wt: &Path) -> RepoGit {
         self.pin = Some((admin.to_path_buf(), wt.to_path_buf()));
@@ -418,6 +554,8 @@ pub struct Cmd {
     /// The git whose version must pass [`Git::check_version`] before this
     /// command runs (`None` for `git --version` itself).
     gate: Option<Git>,
+    /// Bytes fed to stdin through a pipe (see [`Cmd::input`]).
+    input: Option<Vec<u8>>,
 }
 
 /// What a git invocation produced.
@@ -479,6 +617,14 @@ impl Cmd {
         self
     }
 
+    /// Feeds `bytes` as stdin, written from a thread so a large input
+    /// cannot deadlock against git's output.
+    pub fn input(&mut self, bytes: Vec<u8>) -> &mut Self {
+        self.inner.stdin(Stdio::piped());
+        self.input = Some(bytes);
+        self
+    }
+
     /// A git that cannot even start is a failed probe, which holds
     /// (`git-failed`): most often its working directory is gone, because a
     /// concurrent retire removed the worktree after an earlier gate saw it.
@@ -504,12 +650,25 @@ impl Cmd {
             .collect::<Vec<_>>()
             .join(" ");
         tracing::debug!(git = %self.inner.get_program().to_string_lossy(), argv = ?self.shown, "running git");
-        let out = self
+        let mut child = self
             .inner
             .stderr(Stdio::piped())
             .stdout(Stdio::piped())
-            .output()
+            .spawn()
             .map_err(|e| self.spawn_failed(&e))?;
+        let feeder = match (self.input.take(), child.stdin.take()) {
+            (Some(bytes), Some(mut pipe)) => Some(std::thread::spawn(move || {
+                // git may exit before reading everything: its status says why.
+                let _ = std::io::Write::write_all(&mut pipe, &bytes);
+            })),
+            _ => None,
+        };
+        let out = child
+            .wait_with_output()
+            .map_err(|e| self.spawn_failed(&e))?;
+        if let Some(f) = feeder {
+            let _ = f.join();
+        }
         tracing::debug!(args = %args, code = ?out.status.code(), "git exited");
         Ok(Output {
             ok: out.status.success(),
@@ -595,6 +754,106 @@ pub fn parse_filter_drivers(out: &[u8]) -> Vec<Vec<u8>> {
         let name = rest[..dot].to_vec();
         if !names.contains(&name) {
             names.push(name);
+        }
+    }
+    names
+}
+
+/// A filter driver the operator trusts (`trusted_filters`), as the user's
+/// own git config defines it (SPEC "Truthful content probes"). Recorded in
+/// the retire report: these commands ran in the status probe.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct TrustedFilter {
+    /// The driver name (`lfs`).
+    pub driver: String,
+    /// `filter.<driver>.clean`, if the user's config sets it.
+    pub clean: Option<String>,
+    /// `filter.<driver>.process`, if set.
+    pub process: Option<String>,
+    /// `filter.<driver>.required`, if set.
+    pub required: Option<String>,
+    /// Where the last definition came from (`global file:/home/me/.gitconfig`).
+    pub origin: String,
+}
+
+/// Parses `git config -z --show-scope --show-origin --get-regexp
+/// '^filter\.'` (records `scope\0origin\0key\nvalue\0`) into the
+/// definition of `driver`, keeping only `system` and `global` scope (the
+/// user's own config); the last value of each key wins, as in git.
+pub fn parse_user_filter(out: &[u8], driver: &str) -> Option<TrustedFilter> {
+    let mut fields = out.split(|&b| b == 0);
+    let mut f = TrustedFilter {
+        driver: driver.to_string(),
+        clean: None,
+        process: None,
+        required: None,
+        origin: String::new(),
+    };
+    while let (Some(scope), Some(origin), Some(rec)) = (fields.next(), fields.next(), fields.next())
+    {
+        if scope != b"system" && scope != b"global" {
+            continue;
+        }
+        let (key, value) = match rec.iter().position(|&b| b == b'\n') {
+            Some(i) => (&rec[..i], Some(&rec[i + 1..])),
+            None => (rec, None),
+        };
+        let Some(rest) = key.strip_prefix(b"filter.") else {
+            continue;
+        };
+        let Some(dot) = rest.iter().rposition(|&b| b == b'.') else {
+            continue;
+        };
+        if &rest[..dot] != driver.as_bytes() {
+            continue;
+        }
+        let value = value.map(|v| String::from_utf8_lossy(v).into_owned());
+        let slot = match &rest[dot + 1..] {
+            b"clean" => &mut f.clean,
+            b"process" => &mut f.process,
+            b"required" => &mut f.required,
+            _ => continue,
+        };
+        // A key without a value (`[filter "x"] clean`) is boolean true in
+        // git, not a command: it defines nothing to run.
+        *slot = value.filter(|v| !v.is_empty());
+        f.origin = format!(
+            "{} {}",
+            String::from_utf8_lossy(scope),
+            String::from_utf8_lossy(origin)
+        );
+    }
+    (f.clean.is_some() || f.process.is_some()).then_some(f)
+}
+
+/// Parses `git check-attr -z filter` (records `path\0filter\0value\0`)
+/// into the paths whose `filter` attribute names a driver: `unspecified`,
+/// `unset` and `set` (a bare `filter`) name none.
+pub fn parse_filter_attrs(out: &[u8]) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut v = Vec::new();
+    let mut fields = out.split(|&b| b == 0);
+    while let (Some(path), Some(_attr), Some(value)) = (fields.next(), fields.next(), fields.next())
+    {
+        if path.is_empty() || matches!(value, b"unspecified" | b"unset" | b"set" | b"") {
+            continue;
+        }
+        v.push((path.to_vec(), value.to_vec()));
+    }
+    v
+}
+
+/// Returns the drivers of [`parse_filter_drivers`]'s input that set a
+/// `process` key.
+pub fn parse_process_drivers(out: &[u8]) -> Vec<Vec<u8>> {
+    let mut names: Vec<Vec<u8>> = Vec::new();
+    for rec in out.split(|&b| b == 0).filter(|r| !r.is_empty()) {
+        let key = rec.split(|&b| b == b'\n').next().unwrap_or(rec);
+        if let Some(name) = key
+            .strip_prefix(b"filter.")
+            .and_then(|k| k.strip_suffix(b".process"))
+            && !names.iter().any(|n| n == name)
+        {
+            names.push(name.to_vec());
         }
     }
     names
@@ -981,6 +1240,45 @@ mod tests {
             names,
             vec![b"lfs".to_vec(), b"a=b".to_vec(), b"x.y".to_vec()]
         );
+        assert_eq!(parse_process_drivers(out), vec![b"lfs".to_vec()]);
+    }
+
+    #[test]
+    fn user_filter_definitions_come_from_system_and_global_scope_only() {
+        let out = b"system\0file:/etc/gitconfig\0filter.lfs.clean\nsys-clean %f\0\
+global\0file:/h/.gitconfig\0filter.lfs.clean\ngit-lfs clean -- %f\0\
+global\0file:/h/.gitconfig\0filter.lfs.process\ngit-lfs filter-process\0\
+local\0file:.git/config\0filter.lfs.process\nevil\0\
+worktree\0file:.git/config.worktree\0filter.lfs.clean\nevil\0\
+command\0command line:\0filter.lfs.required\nfalse\0\
+global\0file:/h/.gitconfig\0filter.lfs.x.clean\nother\0\
+global\0file:/h/.gitconfig\0filter.lfs.smudge\ngit-lfs smudge -- %f\0";
+        let f = parse_user_filter(out, "lfs").unwrap();
+        assert_eq!(f.clean.as_deref(), Some("git-lfs clean -- %f"));
+        assert_eq!(f.process.as_deref(), Some("git-lfs filter-process"));
+        assert_eq!(f.required, None, "command scope is not the user's config");
+        assert_eq!(f.origin, "global file:/h/.gitconfig");
+        assert_eq!(
+            parse_user_filter(out, "lfs.x").unwrap().clean.as_deref(),
+            Some("other")
+        );
+        // Only repository scopes define it: nothing to trust.
+        let repo_only = b"local\0file:.git/config\0filter.x.clean\ntr a-z A-Z\0";
+        assert_eq!(parse_user_filter(repo_only, "x"), None);
+        // A bare key is boolean true, not a command.
+        assert_eq!(parse_user_filter(b"global\0f\0filter.x.clean\0", "x"), None);
+    }
+
+    #[test]
+    fn filter_attributes_name_drivers() {
+        let out = b"a.bin\0filter\0lfs\0b\0filter\0unspecified\0c\nd\0filter\0x=y\0e\0filter\0set\0f\0filter\0unset\0";
+        assert_eq!(
+            parse_filter_attrs(out),
+            vec![
+                (b"a.bin".to_vec(), b"lfs".to_vec()),
+                (b"c\nd".to_vec(), b"x=y".to_vec())
+            ]
+        );
     }
 
     #[test]
@@ -1144,6 +1442,9 @@ mod props {
             let _ = parse_hidden(&out);
             let _ = parse_gitlinks(&out);
             let _ = parse_filter_drivers(&out);
+            let _ = parse_filter_attrs(&out);
+            let _ = parse_process_drivers(&out);
+            let _ = parse_user_filter(&out, "lfs");
             let _ = parse_oids(&out);
             let _ = parse_heads(&out);
         }

@@ -62,6 +62,7 @@ pub enum HoldReason {
     BranchUnproven,
     BranchCheckedOut,
     TempWorktreeRoot,
+    FilterUnverifiable,
 }
 
 impl HoldReason {
@@ -128,6 +129,9 @@ impl HoldReason {
                 "push the branch (or merge it) first; `git branch -D` it yourself if it is truly unwanted"
             }
             BranchCheckedOut => "the branch is checked out in another worktree; it was kept",
+            FilterUnverifiable => {
+                "add the config line in the detail to your lease config to let lease run that filter as your git config defines it, or commit the change"
+            }
             _ => "inspect the worktree; see docs/reason-codes.md",
         }
     }
@@ -416,6 +420,39 @@ pub struct ContentEvidence {
     /// Output paths the operator declared rebuildable (relative to the top,
     /// normal, no trailing `/`): ignored entries at or below them do not hold.
     pub rebuildable: Vec<Vec<u8>>,
+    /// Paths that look changed in the worktree (status ` M`, or a hidden
+    /// index entry that differs) and whose `filter` attribute names a
+    /// driver, with how far lease could run it.
+    pub filtered: Vec<FilteredPath>,
+}
+
+/// A changed-looking path whose `filter` attribute names a driver.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FilteredPath {
+    /// The path, relative to the top, raw bytes.
+    pub path: Vec<u8>,
+    /// The driver named by `filter=<driver>`.
+    pub driver: Vec<u8>,
+    /// Whether the probe ran the driver.
+    pub trust: FilterTrust,
+}
+
+/// Whether the status probe ran a filter driver (SPEC "Truthful content
+/// probes").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FilterTrust {
+    /// In `trusted_filters` and defined by the user's git config: the probe
+    /// ran it, so a path that still differs is a real change.
+    Ran,
+    /// Not in `trusted_filters`: neutralized, the path cannot be judged.
+    Untrusted,
+    /// In `trusted_filters`, but the user's git config defines neither its
+    /// `clean` nor its `process` command.
+    Undefined,
+    /// In `trusted_filters`, defined by the user with `clean` only, while
+    /// the repository's config sets its `process` (which git would run
+    /// instead).
+    Shadowed,
 }
 
 impl ContentEvidence {
@@ -441,19 +478,51 @@ pub fn is_rebuildable(path: &[u8], declared: &[Vec<u8>]) -> bool {
 
 /// Gate 5: no tracked change, untracked file, ignored file, hidden index edit
 /// or operation in progress. Returns every reason found, not just the first.
+///
+/// A path that differs only in the worktree (` M`, or a hidden index entry)
+/// and whose filter driver lease did not run holds `filter-unverifiable`,
+/// never `dirty` and never clean: lease neutralized the driver, so the
+/// bytes on disk cannot be compared with the index (an LFS file on disk is
+/// the content, the index holds a pointer). A staged change, a deletion
+/// or a type change holds `dirty` whatever the filter; a path that is clean
+/// even unfiltered never reaches here.
 pub fn gate_content(ev: &ContentEvidence) -> Result<(), Vec<Hold>> {
     let mut dirty = Vec::new();
     let mut untracked = Vec::new();
     let mut ignored = Vec::new();
+    // (driver, trust, paths), in first-seen order.
+    let mut unverifiable: Vec<(Vec<u8>, FilterTrust, Vec<String>)> = Vec::new();
+    let mut unjudged = |path: &[u8]| -> bool {
+        let Some(f) = ev
+            .filtered
+            .iter()
+            .find(|f| f.path == path && f.trust != FilterTrust::Ran)
+        else {
+            return false;
+        };
+        let shown = crate::report::lossless(path);
+        match unverifiable.iter_mut().find(|(d, _, _)| *d == f.driver) {
+            Some((_, _, paths)) => paths.push(shown),
+            None => unverifiable.push((f.driver.clone(), f.trust, vec![shown])),
+        }
+        true
+    };
     for e in &ev.status {
         let path = crate::report::lossless(&e.path);
         match &e.xy {
             b"??" => untracked.push(path),
             b"!!" if is_rebuildable(&e.path, &ev.rebuildable) => {}
             b"!!" => ignored.push(path),
+            b" M" if unjudged(&e.path) => {}
             _ => dirty.push(path),
         }
     }
+    let hidden: Vec<String> = ev
+        .hidden
+        .iter()
+        .filter(|p| !unjudged(p))
+        .map(|p| crate::report::lossless(p))
+        .collect();
     let mut holds = Vec::new();
     let mut push = |reason, what: &str, paths: Vec<String>| {
         if !paths.is_empty() {
@@ -466,13 +535,34 @@ pub fn gate_content(ev: &ContentEvidence) -> Result<(), Vec<Hold>> {
     push(
         HoldReason::HiddenIndex,
         "edited behind skip-worktree/assume-unchanged",
-        ev.hidden
-            .iter()
-            .map(|p| crate::report::lossless(p))
-            .collect(),
+        hidden,
     );
     push(HoldReason::OpInProgress, "in progress", ev.ops.clone());
+    for (driver, trust, paths) in unverifiable {
+        holds.push(Hold::new(
+            HoldReason::FilterUnverifiable,
+            filter_detail(&driver, trust, &paths),
+        ));
+    }
     if holds.is_empty() { Ok(()) } else { Err(holds) }
+}
+
+/// The detail of a `filter-unverifiable` hold: the driver, why it did not
+/// run, the config line that lets it run, and the paths.
+fn filter_detail(driver: &[u8], trust: FilterTrust, paths: &[String]) -> String {
+    let d = crate::report::lossless(driver);
+    let why = match trust {
+        FilterTrust::Shadowed => format!(
+            "`trusted_filters` names `{d}`, but the repository's config sets filter.{d}.process, which git would run instead of your clean command, so lease ran neither"
+        ),
+        FilterTrust::Undefined => format!(
+            "`trusted_filters` names `{d}`, but your git config (global or system) defines neither filter.{d}.clean nor filter.{d}.process, so lease cannot run it (for git-lfs: `git lfs install`)"
+        ),
+        _ => format!(
+            "filter `{d}` was neutralized (lease runs no filter unless trusted), so these paths cannot be compared with the index; to run it as your git config defines it, add `trusted_filters = [\"{d}\"]` to ~/.config/lease/config.toml"
+        ),
+    };
+    format!("{why}: {}", paths.join(", "))
 }
 
 /// Paths a retire must never remove, whatever the record says.
@@ -889,6 +979,7 @@ mod tests {
             hidden: vec![b"c".to_vec()],
             ops: vec!["MERGE_HEAD".into()],
             rebuildable: vec![],
+            filtered: vec![],
         };
         let reasons: Vec<_> = gate_content(&ev)
             .unwrap_err()
@@ -905,6 +996,83 @@ mod tests {
                 HoldReason::OpInProgress
             ]
         );
+    }
+
+    /// A path that differs only because lease neutralized its filter is
+    /// `filter-unverifiable`, never `dirty` and never clean; a staged
+    /// change, a deletion or a path whose trusted driver ran stays `dirty`.
+    #[test]
+    fn filtered_paths_that_look_changed_cannot_be_judged() {
+        let entry = |xy: &[u8; 2], p: &str| StatusEntry {
+            xy: *xy,
+            path: p.as_bytes().to_vec(),
+        };
+        let f = |p: &str, d: &str, trust| FilteredPath {
+            path: p.as_bytes().to_vec(),
+            driver: d.as_bytes().to_vec(),
+            trust,
+        };
+        let ev = ContentEvidence {
+            status: vec![
+                entry(b" M", "a.bin"),
+                entry(b" M", "b.bin"),
+                entry(b"M ", "staged.bin"),
+                entry(b" D", "gone.bin"),
+                entry(b" M", "ran.bin"),
+                entry(b" M", "x.txt"),
+                entry(b" M", "plain"),
+            ],
+            hidden: vec![b"h.bin".to_vec(), b"h.plain".to_vec()],
+            filtered: vec![
+                f("a.bin", "lfs", FilterTrust::Untrusted),
+                f("b.bin", "lfs", FilterTrust::Untrusted),
+                f("staged.bin", "lfs", FilterTrust::Untrusted),
+                f("gone.bin", "lfs", FilterTrust::Untrusted),
+                f("ran.bin", "lfs", FilterTrust::Ran),
+                f("x.txt", "x", FilterTrust::Undefined),
+                f("h.bin", "lfs", FilterTrust::Untrusted),
+            ],
+            ..ContentEvidence::default()
+        };
+        let holds = gate_content(&ev).unwrap_err();
+        let by = |r| {
+            holds
+                .iter()
+                .filter(|h| h.reason == r)
+                .map(|h| h.detail.clone())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            by(HoldReason::Dirty),
+            ["changed: staged.bin, gone.bin, ran.bin, plain"]
+        );
+        assert_eq!(
+            by(HoldReason::HiddenIndex),
+            ["edited behind skip-worktree/assume-unchanged: h.plain"]
+        );
+        let unverifiable = by(HoldReason::FilterUnverifiable);
+        assert_eq!(
+            unverifiable.len(),
+            2,
+            "one hold per driver: {unverifiable:?}"
+        );
+        assert!(unverifiable[0].contains("trusted_filters = [\"lfs\"]"));
+        assert!(
+            unverifiable[0].ends_with(": a.bin, b.bin, h.bin"),
+            "{}",
+            unverifiable[0]
+        );
+        assert!(unverifiable[1].contains("defines neither filter.x.clean nor filter.x.process"));
+        assert!(unverifiable[1].ends_with(": x.txt"));
+        // Only filtered paths: nothing is dirty, and nothing is clean.
+        let only = ContentEvidence {
+            status: vec![entry(b" M", "a.bin")],
+            filtered: vec![f("a.bin", "lfs", FilterTrust::Untrusted)],
+            ..ContentEvidence::default()
+        };
+        let holds = gate_content(&only).unwrap_err();
+        assert_eq!(holds.len(), 1);
+        assert_eq!(holds[0].reason, HoldReason::FilterUnverifiable);
     }
 
     #[test]
@@ -1327,6 +1495,7 @@ mod props {
                 hidden,
                 ops,
                 rebuildable,
+                filtered: Vec::new(),
             });
         let inventory = (
             some_paths(),

@@ -17,7 +17,9 @@
 //!   intersection of the layers that set it (fewer deletable paths protect
 //!   more); `allow_temp_worktree_root` is true only if some layer says true
 //!   and none says false; `archive` is the union of the destinations the
-//!   layers ask for (`bundle` and `remote` join to `both`).
+//!   layers ask for (`bundle` and `remote` join to `both`);
+//!   `trusted_filters` is the intersection of the layers that set it
+//!   (fewer trusted programs protect more).
 //!
 //! Unknown keys in a file are errors naming the file and the key. Only the
 //! variables of [`ENV_KEYS`] (plus `LEASE_HOME` and `LEASE_CONFIG`) are read:
@@ -54,6 +56,7 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
     ("LEASE_PROCESS_AUDIT", "process_audit"),
     ("LEASE_ALLOW_TEMP_ROOT", "allow_temp_worktree_root"),
     ("LEASE_ARCHIVE", "archive"),
+    ("LEASE_TRUSTED_FILTERS", "trusted_filters"),
 ];
 
 /// The flags that feed config: flag, config key.
@@ -100,6 +103,9 @@ pub struct Layer {
     /// Where retires archive commits that are not durable: `bundle`,
     /// `remote` or `both`.
     pub archive: Option<ArchiveMode>,
+    /// Filter drivers (`lfs`) whose `clean`/`process` commands, as the
+    /// user's own git config defines them, the status probe may run.
+    pub trusted_filters: Option<Vec<String>>,
 }
 
 /// Where a layer comes from.
@@ -235,6 +241,9 @@ pub struct Policy {
     pub allow_temp_worktree_root: Sourced<bool>,
     /// Where gate 6 archives commits that are not durable.
     pub archive: Sourced<ArchiveMode>,
+    /// Filter drivers the status probe may run as the user's git config
+    /// defines them (SPEC "Truthful content probes"); never repo config.
+    pub trusted_filters: Sourced<Vec<String>>,
 }
 
 impl Policy {
@@ -292,9 +301,11 @@ pub fn resolve(layers: &[(LayerFrom, Layer)]) -> Result<Policy> {
         process_audit: sourced(Audit::Normal, Source::Default),
         allow_temp_worktree_root: sourced(false, Source::Default),
         archive: sourced(ArchiveMode::default(), Source::Default),
+        trusted_filters: sourced(Vec::new(), Source::Default),
     };
     let mut grace_set = false;
     let mut rebuildable_sources: Vec<Source> = Vec::new();
+    let mut filter_sources: Vec<Source> = Vec::new();
     let mut allow_denied = false;
     for (from, l) in layers {
         let usage =
@@ -361,6 +372,21 @@ pub fn resolve(layers: &[(LayerFrom, Layer)]) -> Result<Policy> {
             }
             rebuildable_sources.push(from.source("rebuildable"));
         }
+        if let Some(v) = &l.trusted_filters {
+            let mut names: Vec<String> = Vec::new();
+            for d in v {
+                let d = filter_driver(d).map_err(|w| usage("trusted_filters", w))?;
+                if !names.contains(&d) {
+                    names.push(d);
+                }
+            }
+            if filter_sources.is_empty() {
+                p.trusted_filters.value = names;
+            } else {
+                p.trusted_filters.value.retain(|x| names.contains(x));
+            }
+            filter_sources.push(from.source("trusted_filters"));
+        }
         if let Some(a) = l.process_audit
             && (p.process_audit.source == Source::Default || a > p.process_audit.value)
         {
@@ -392,6 +418,11 @@ pub fn resolve(layers: &[(LayerFrom, Layer)]) -> Result<Policy> {
         1 => p.rebuildable.source = rebuildable_sources.remove(0),
         _ => p.rebuildable.source = Source::Joined(rebuildable_sources),
     }
+    match filter_sources.len() {
+        0 => {}
+        1 => p.trusted_filters.source = filter_sources.remove(0),
+        _ => p.trusted_filters.source = Source::Joined(filter_sources),
+    }
     if p.min_free.bytes.is_none() && p.min_free.percent.is_none() {
         let MinFree::Bytes(b) = DEFAULT_MIN_FREE else {
             unreachable!("the default watermark is in bytes")
@@ -407,6 +438,17 @@ fn absolute(p: &Path) -> std::result::Result<PathBuf, String> {
     } else {
         Err(format!("`{}` is not an absolute path", p.display()))
     }
+}
+
+/// Validates a trusted filter driver name: what follows `filter=` in
+/// gitattributes (non-empty, no whitespace, NUL or control character).
+fn filter_driver(d: &str) -> std::result::Result<String, String> {
+    if d.is_empty() || d.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(format!(
+            "`{d}` is not a filter driver name (like `lfs`, as in `filter=lfs` in .gitattributes)"
+        ));
+    }
+    Ok(d.to_string())
 }
 
 /// Validates a declared rebuildable path: relative, normal (no `.`, `..` or
@@ -476,6 +518,12 @@ pub fn env_layer(get: &dyn Fn(&str) -> Option<String>) -> Result<Layer> {
         process_audit,
         allow_temp_worktree_root: allow,
         archive,
+        trusted_filters: var("LEASE_TRUSTED_FILTERS").map(|v| {
+            v.split(',')
+                .filter(|p| !p.is_empty())
+                .map(str::to_string)
+                .collect()
+        }),
     })
 }
 
@@ -628,6 +676,49 @@ mod tests {
         assert_eq!(
             p.min_free.bytes.unwrap().source,
             Source::Flag("--min-free".into())
+        );
+    }
+
+    #[test]
+    fn trusted_filters_are_the_intersection_of_the_layers_that_set_them() {
+        let set = |from: LayerFrom, v: &[&str]| {
+            (
+                from,
+                Layer {
+                    trusted_filters: Some(v.iter().map(|s| (*s).to_string()).collect()),
+                    ..Layer::default()
+                },
+            )
+        };
+        assert!(resolve(&[]).unwrap().trusted_filters.value.is_empty());
+        let one = resolve(&[set(LayerFrom::File("/u.toml".into()), &["lfs", "x", "lfs"])]).unwrap();
+        assert_eq!(one.trusted_filters.value, ["lfs", "x"]);
+        assert_eq!(one.trusted_filters.source, Source::File("/u.toml".into()));
+        for layers in [
+            vec![
+                set(LayerFrom::File("/u.toml".into()), &["lfs", "x"]),
+                set(LayerFrom::Env, &["x"]),
+            ],
+            vec![
+                set(LayerFrom::Env, &["x"]),
+                set(LayerFrom::File("/u.toml".into()), &["lfs", "x"]),
+            ],
+        ] {
+            let p = resolve(&layers).unwrap();
+            assert_eq!(
+                p.trusted_filters.value,
+                ["x"],
+                "a later layer never adds trust"
+            );
+            assert!(matches!(p.trusted_filters.source, Source::Joined(_)));
+        }
+        let bad = resolve(&[set(LayerFrom::File("/u.toml".into()), &["a b"])]).unwrap_err();
+        assert!(bad.to_string().contains("trusted_filters"), "{bad}");
+        let env =
+            env_layer(&|k| (k == "LEASE_TRUSTED_FILTERS").then(|| "lfs,,x".to_string())).unwrap();
+        assert_eq!(
+            env.trusted_filters,
+            Some(vec!["lfs".to_string(), "x".to_string()])
         );
     }
 

@@ -30,6 +30,11 @@ pub struct TargetReport {
     /// carries its reason code; the exit status is then 1).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub branch: Option<BranchCleanup>,
+    /// Filter drivers of config `trusted_filters` that the status probe
+    /// ran, as the user's git config defines them (SPEC "Truthful content
+    /// probes").
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub filters: Vec<crate::git::TrustedFilter>,
     /// An error lease hit while deciding (the target then counts as failed, exit 3).
     pub error: Option<String>,
 }
@@ -48,6 +53,7 @@ impl TargetReport {
             archive: None,
             tombstone: None,
             branch: None,
+            filters: Vec::new(),
             error: None,
         }
     }

@@ -19,7 +19,7 @@
 
 use std::fs;
 use std::os::fd::OwnedFd;
-use std::os::unix::ffi::OsStrExt;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
@@ -107,6 +107,9 @@ pub struct Engine {
     archive_mode: ArchiveMode,
     /// `--delete-branch`: delete the task branch after a removal, with proof.
     delete_branch: bool,
+    /// The drivers of `trusted_filters` as the user's git config defines
+    /// them, read once on first need.
+    trusted: std::sync::OnceLock<Vec<git::TrustedFilter>>,
 }
 
 /// Everything the later gates need once gates 1 to 3 passed.
@@ -125,6 +128,8 @@ struct Held {
     inventory: plan::Inventory,
     /// Ignored entries inside declared rebuildable output, deleted at gate 8.
     rebuildable: Vec<Vec<u8>>,
+    /// Trusted drivers the repository's `process` shadows (not run).
+    shadowed: Vec<git::TrustedFilter>,
 }
 
 impl Engine {
@@ -140,7 +145,24 @@ impl Engine {
             rebuildable: crate::policy::current().rebuildable_bytes(),
             archive_mode: crate::policy::current().archive.value,
             delete_branch: false,
+            trusted: std::sync::OnceLock::new(),
         }
+    }
+
+    /// The drivers named by config `trusted_filters` that the user's own
+    /// git config (global or system, never the repository's) defines: the
+    /// status probe runs these (SPEC "Truthful content probes").
+    fn trusted_filters(&self) -> Result<Vec<git::TrustedFilter>> {
+        if let Some(t) = self.trusted.get() {
+            return Ok(t.clone());
+        }
+        let mut v = Vec::new();
+        for d in &crate::policy::current().trusted_filters.value {
+            if let Some(f) = self.git.user_filter(d)? {
+                v.push(f);
+            }
+        }
+        Ok(self.trusted.get_or_init(|| v).clone())
     }
 
     /// Asks for the task branch to be deleted after a removal, only when its
@@ -240,6 +262,7 @@ impl Engine {
             Err(holds) => return Ok(Err(holds)),
         };
         tracing::debug!(id = %held.rec.id, "gates 1-3 passed: state, path and lease");
+        report.filters = held.rg.trusted().to_vec();
         // Gate 4: defense in depth behind the lock.
         let lease_id = held.rec.lease.as_ref().map(crate::registry::FileId::id);
         let procs = crate::os::procfs::audit(&held.wt, lease_id, strict_audit());
@@ -340,7 +363,11 @@ impl Engine {
                 "no admin directory",
             )]));
         };
-        let rg = self.git.repo_at(&repo, &wt)?.pinned(&admin, &wt);
+        let (rg, shadowed) = self
+            .git
+            .repo_at(&repo, &wt)?
+            .with_trusted(self.trusted_filters()?);
+        let rg = rg.pinned(&admin, &wt);
 
         // Gate 3.
         // An unsafe lease directory means lease cannot work at all (exit 3).
@@ -412,6 +439,7 @@ impl Engine {
             bundle: None,
             inventory: plan::Inventory::default(),
             rebuildable: Vec::new(),
+            shadowed,
         }))
     }
 
@@ -502,7 +530,13 @@ impl Engine {
             return Ok(Err(holds));
         }
         // One index listing serves the walk's gitlinks and the hidden entries.
-        let content = self.probe_content(&held.rg, &held.wt, &held.admin, Some(listed))?;
+        let content = self.probe_content(
+            &held.rg,
+            &held.wt,
+            &held.admin,
+            Some(listed),
+            &held.shadowed,
+        )?;
         held.rebuildable = content.rebuildable_ignored();
         Ok(plan::gate_content(&content))
     }
@@ -541,6 +575,7 @@ impl Engine {
         wt: &Path,
         admin: &Path,
         listed: Option<Vec<u8>>,
+        shadowed: &[git::TrustedFilter],
     ) -> Result<plan::ContentEvidence> {
         let status = rg
             .cmd(wt)
@@ -557,10 +592,54 @@ impl Engine {
             Some(l) => l,
             None => rg.cmd(wt).args(["ls-files", "-v", "-s", "-z"]).probe()?,
         };
+        let status = git::parse_status(&status);
         let mut hidden = Vec::new();
         for e in git::parse_hidden(&listed) {
             if !self.hidden_entry_matches(rg, wt, &e)? {
-                hidden.push(e.path);
+                hidden.push(e);
+            }
+        }
+        // Paths that differ only in the worktree may differ only because
+        // lease neutralized their filter driver: ask which driver each
+        // names (SPEC "Truthful content probes").
+        let mut candidates: Vec<Vec<u8>> = status
+            .iter()
+            .filter(|e| &e.xy == b" M")
+            .map(|e| e.path.clone())
+            .collect();
+        candidates.extend(hidden.iter().map(|e| e.path.clone()));
+        let mut filtered = Vec::new();
+        for (path, driver) in rg.filter_attrs(wt, &candidates)? {
+            let named = |t: &git::TrustedFilter| t.driver.as_bytes() == driver;
+            let trust = if rg.trusted().iter().any(named) {
+                plan::FilterTrust::Ran
+            } else if shadowed.iter().any(named) {
+                plan::FilterTrust::Shadowed
+            } else if crate::policy::current()
+                .trusted_filters
+                .value
+                .iter()
+                .any(|t| t.as_bytes() == driver)
+            {
+                plan::FilterTrust::Undefined
+            } else {
+                plan::FilterTrust::Untrusted
+            };
+            filtered.push(plan::FilteredPath {
+                path,
+                driver,
+                trust,
+            });
+        }
+        // A hidden entry of a trusted driver is compared as git would
+        // compare it: the file cleaned by that driver.
+        let mut differs = Vec::new();
+        for e in hidden {
+            let ran = filtered
+                .iter()
+                .any(|f| f.path == e.path && f.trust == plan::FilterTrust::Ran);
+            if !(ran && self.hidden_entry_matches_filtered(rg, wt, &e)?) {
+                differs.push(e.path);
             }
         }
         let ops = OPS
@@ -569,11 +648,43 @@ impl Engine {
             .map(|o| (*o).to_string())
             .collect();
         Ok(plan::ContentEvidence {
-            status: git::parse_status(&status),
-            hidden,
+            status,
+            hidden: differs,
             ops,
             rebuildable: self.rebuildable.clone(),
+            filtered,
         })
+    }
+
+    /// Returns true if the regular file behind hidden entry `e` hashes to
+    /// the index's blob once cleaned by its (trusted) filter driver
+    /// (`hash-object --stdin --path`, which applies the path's attributes).
+    fn hidden_entry_matches_filtered(
+        &self,
+        rg: &RepoGit,
+        wt: &Path,
+        e: &git::HiddenEntry,
+    ) -> Result<bool> {
+        let path = wt.join(std::ffi::OsStr::from_bytes(&e.path));
+        let Ok(f) = fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+            .open(&path)
+        else {
+            return Ok(false);
+        };
+        if !f.metadata().at(&path)?.file_type().is_file() {
+            return Ok(false);
+        }
+        let mut arg = b"--path=".to_vec();
+        arg.extend_from_slice(&e.path);
+        let out = rg
+            .cmd(wt)
+            .args(["hash-object", "--stdin"])
+            .arg(std::ffi::OsString::from_vec(arg))
+            .stdin(f)
+            .run()?;
+        Ok(git::first_line(&out) == e.oid)
     }
 
     /// Returns true if the file behind a skip-worktree or assume-unchanged
@@ -780,7 +891,8 @@ impl Engine {
         // exclusive lock, with only in-process reads since (SPEC gate 7 is
         // the refresh after archiving).
         if archive.is_some() {
-            let content = self.probe_content(&held.rg, &held.wt, &held.admin, None)?;
+            let content =
+                self.probe_content(&held.rg, &held.wt, &held.admin, None, &held.shadowed)?;
             if let Err(holds) = plan::gate_content(&content) {
                 return Ok(Err(holds));
             }
@@ -883,6 +995,7 @@ impl Engine {
                 "archive": held.rec.archive.as_ref().map(|a| a.location.clone()),
                 "archival_refs": report.archive.as_ref().and_then(|a| a.remote.as_ref()).map(|r| serde_json::json!({"url": r.url, "refs": r.refs})),
                 "git": {"path": self.git.path().to_string_lossy(), "version": self.git.version()},
+                "trusted_filters": held.rg.trusted(),
             }),
             branch: branch.clone(),
         };

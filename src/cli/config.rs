@@ -88,6 +88,7 @@ fn rows(p: &Policy, state: std::result::Result<(String, Source), String>) -> Vec
     out.push(row("process_audit", &p.process_audit));
     out.push(row("allow_temp_worktree_root", &p.allow_temp_worktree_root));
     out.push(row("archive", &p.archive));
+    out.push(row("trusted_filters", &p.trusted_filters));
     out
 }
 
@@ -157,6 +158,7 @@ mod tests {
             "process_audit",
             "allow_temp_worktree_root",
             "archive",
+            "trusted_filters",
         ] {
             assert!(keys.contains(&k), "{k}");
         }

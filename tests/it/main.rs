@@ -15,6 +15,7 @@ mod adversarial;
 mod archive;
 mod config;
 mod exec;
+mod filters;
 mod list;
 mod logs;
 mod metrics;
