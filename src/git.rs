@@ -274,14 +274,16 @@ impl Git {
 
     /// Reads how the user's own git config (system and global scope only,
     /// includes followed; never the repository's or a worktree's) defines
-    /// filter driver `driver`: its `clean`, `process` and `required` keys,
-    /// the last definition winning as in git. `Ok(None)` if it defines
-    /// neither `clean` nor `process`. The user's config is found as their
-    /// git finds it: `HOME`, `XDG_CONFIG_HOME`, `GIT_CONFIG_GLOBAL`,
-    /// `GIT_CONFIG_SYSTEM` and `GIT_CONFIG_NOSYSTEM` from lease's
-    /// environment; `git config` runs in `/`, outside every repository,
-    /// and `--show-scope` (git 2.26) drops anything else.
-    pub fn user_filter(&self, driver: &str) -> Result<Option<TrustedFilter>> {
+    /// filter driver `driver` for the repository at `dir`: its `clean`,
+    /// `process` and `required` keys, the last definition winning as in
+    /// git. `Ok(None)` if it defines neither `clean` nor `process`. The
+    /// user's config is found as their git finds it: `HOME`,
+    /// `XDG_CONFIG_HOME`, `GIT_CONFIG_GLOBAL`, `GIT_CONFIG_SYSTEM` and
+    /// `GIT_CONFIG_NOSYSTEM` from lease's environment. `git config` runs
+    /// in `dir`, so the user's `includeIf "gitdir:..."` sections apply as
+    /// for their own git; `--show-scope` (git 2.26) is what keeps the
+    /// repository's `local` and `worktree` scopes (and their includes) out.
+    pub fn user_filter(&self, driver: &str, dir: &Path) -> Result<Option<TrustedFilter>> {
         let mut c = Command::new(&self.bin);
         c.env_clear();
         for k in [
@@ -296,10 +298,7 @@ impl Git {
                 c.env(k, v);
             }
         }
-        c.env("LC_ALL", "C")
-            .env("GIT_CEILING_DIRECTORIES", "/")
-            .current_dir("/")
-            .stdin(Stdio::null());
+        c.env("LC_ALL", "C").current_dir(dir).stdin(Stdio::null());
         let mut cmd = Cmd {
             inner: c,
             shown: Vec::new(),

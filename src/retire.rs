@@ -107,9 +107,6 @@ pub struct Engine {
     archive_mode: ArchiveMode,
     /// `--delete-branch`: delete the task branch after a removal, with proof.
     delete_branch: bool,
-    /// The drivers of `trusted_filters` as the user's git config defines
-    /// them, read once on first need.
-    trusted: std::sync::OnceLock<Vec<git::TrustedFilter>>,
 }
 
 /// Everything the later gates need once gates 1 to 3 passed.
@@ -145,24 +142,21 @@ impl Engine {
             rebuildable: crate::policy::current().rebuildable_bytes(),
             archive_mode: crate::policy::current().archive.value,
             delete_branch: false,
-            trusted: std::sync::OnceLock::new(),
         }
     }
 
     /// The drivers named by config `trusted_filters` that the user's own
-    /// git config (global or system, never the repository's) defines: the
-    /// status probe runs these (SPEC "Truthful content probes").
-    fn trusted_filters(&self) -> Result<Vec<git::TrustedFilter>> {
-        if let Some(t) = self.trusted.get() {
-            return Ok(t.clone());
-        }
+    /// git config (global or system, never the repository's) defines for
+    /// the repository at `dir`: the status probe runs these (SPEC
+    /// "Truthful content probes").
+    fn trusted_filters(&self, dir: &Path) -> Result<Vec<git::TrustedFilter>> {
         let mut v = Vec::new();
         for d in &crate::policy::current().trusted_filters.value {
-            if let Some(f) = self.git.user_filter(d)? {
+            if let Some(f) = self.git.user_filter(d, dir)? {
                 v.push(f);
             }
         }
-        Ok(self.trusted.get_or_init(|| v).clone())
+        Ok(v)
     }
 
     /// Asks for the task branch to be deleted after a removal, only when its
@@ -366,7 +360,7 @@ impl Engine {
         let (rg, shadowed) = self
             .git
             .repo_at(&repo, &wt)?
-            .with_trusted(self.trusted_filters()?);
+            .with_trusted(self.trusted_filters(&wt)?);
         let rg = rg.pinned(&admin, &wt);
 
         // Gate 3.
