@@ -71,7 +71,10 @@ impl Fx {
         fs::write(&include, format!("[core]\n\tfsmonitor = {fail}\n")).unwrap();
         fs::write(
             repo.join(".gitattributes"),
-            "* filter=evil diff=evil\n*.p filter=evilp\n",
+            // README is the file the content cases edit: a changed path
+            // under a neutralized filter holds `filter-unverifiable`, not
+            // `dirty` (SPEC "Truthful content probes"; c1 checks that too).
+            "* filter=evil diff=evil\nREADME -filter\n*.p filter=evilp\n",
         )
         .unwrap();
         env.git(&repo, &["add", ".gitattributes"]);
@@ -767,6 +770,14 @@ fn c1_uncommitted_changes_in_every_form() {
         let (id, _) = fx.worktree(script);
         fx.refuse(&id, "dirty");
     }
+    // The same edit of a file under the (neutralized) `evil` filter cannot
+    // be judged; a staged one is dirty whatever the filter.
+    let fx = Fx::new();
+    let (id, _) = fx.worktree("echo changed >> .gitignore");
+    fx.refuse(&id, "filter-unverifiable");
+    let fx = Fx::new();
+    let (id, _) = fx.worktree("echo changed >> .gitignore && git add .gitignore");
+    fx.refuse(&id, "dirty");
 }
 
 #[test]
