@@ -19,6 +19,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 use crate::error::{Error, Result};
 use crate::plan::StatusEntry;
 
+pub mod ops;
+
 /// The oldest git lease accepts: `git worktree list -z` arrived in 2.36.
 pub const MIN_GIT: (u32, u32) = (2, 36);
 

@@ -41,6 +41,31 @@ use crate::report::TargetReport;
 use crate::retire::{Engine, free_bytes};
 use crate::sys::{self, Ended};
 
+/// The variables git itself clears for a subprocess that works in another
+/// repository (`local_repo_env` in git 2.47 `environment.c`), plus
+/// `GIT_NAMESPACE`, which SPEC "The command's world" names too. The command
+/// runs without them: a `lease exec` started from a git hook or alias
+/// (which export `GIT_DIR`, `GIT_INDEX_FILE`, `GIT_PREFIX`, ...) must work
+/// in its own worktree and never in the caller's repository or index.
+pub const LOCAL_REPO_ENV: &[&str] = &[
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_CONFIG",
+    "GIT_CONFIG_PARAMETERS",
+    "GIT_CONFIG_COUNT",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_IMPLICIT_WORK_TREE",
+    "GIT_GRAFT_FILE",
+    "GIT_INDEX_FILE",
+    "GIT_NO_REPLACE_OBJECTS",
+    "GIT_REPLACE_REF_BASE",
+    "GIT_PREFIX",
+    "GIT_SHALLOW_FILE",
+    "GIT_COMMON_DIR",
+    "GIT_NAMESPACE",
+];
+
 /// Admission's default watermark: 1 GiB free (SPEC/Commands).
 pub const DEFAULT_MIN_FREE: MinFree = MinFree::Bytes(1 << 30);
 
@@ -203,7 +228,9 @@ pub fn adopt_only(path: &Path, owner: Option<Owner>) -> Result<AdoptReport> {
     let git = Git::resolve()?;
     let wt = fs::canonicalize(path)
         .map_err(|e| Error::Usage(format!("cannot adopt `{}`: {e}", path.display())))?;
-    let existing = reg.scan()?.into_iter().find_map(|l| match l {
+    let loaded = reg.scan()?;
+    check_no_bad_record_names(&loaded, &wt)?;
+    let existing = loaded.into_iter().find_map(|l| match l {
         crate::registry::Loaded::Ok(r)
             if r.state != State::Removed && r.worktree.as_ref().is_some_and(|w| w.path() == wt) =>
         {
@@ -479,13 +506,12 @@ fn create(reg: &Registry, git: &Git, req: &ExecRequest, session: Session) -> Res
     crate::fault::point("exec-leased");
     let wt = repo_root.join(&id);
     let creation = creation_lock(reg, &common);
+    let reason = git::ops::lock_reason(&id, reg.root().path());
     // `_held` keeps the lock open until `git worktree add` returned.
-    if let Err(e) =
-        creation.and_then(|_held| add_worktree(&rg, AddConfig::User, &common, &wt, &branch, &base))
-    {
-        abandon(reg, &id, &e.to_string());
-        return Err(e);
-    }
+    let added = creation.and_then(|_held| {
+        add_worktree(&rg, AddConfig::User, &common, &wt, &branch, &base, &reason)
+    });
+    added_or_kept(reg, &id, &wt, added)?;
     crate::fault::point("exec-added");
     let wt_id = file_id(&wt)?;
     reg.update(&id, |r| {
@@ -576,14 +602,20 @@ pub fn create_restored(
         r.lease = Some(lease);
         Ok(())
     })?;
+    let reason = git::ops::lock_reason(&id, reg.root().path());
     let added = creation_lock(reg, common).and_then(|_held| {
         occupied()?;
-        add_worktree(&rg, AddConfig::Sanitized, common, &wt, branch, base)
+        add_worktree(
+            &rg,
+            AddConfig::Sanitized,
+            common,
+            &wt,
+            branch,
+            base,
+            &reason,
+        )
     });
-    if let Err(e) = added {
-        abandon(reg, &id, &e.to_string());
-        return Err(e);
-    }
+    added_or_kept(reg, &id, &wt, added)?;
     crate::fault::point("exec-added");
     let wt_id = file_id(&wt)?;
     reg.update(&id, |r| {
@@ -646,9 +678,22 @@ enum AddConfig {
     Sanitized,
 }
 
-/// Runs `git worktree add`; the caller holds the creation lock. Makes the
-/// branch with `--no-track` if it is missing; on failure deletes only a
-/// branch this attempt made, and only if it still points where it was made.
+/// What a `git worktree add` left.
+#[derive(Debug)]
+enum Added {
+    /// git succeeded.
+    Done,
+    /// git failed but left the worktree registered (a `post-checkout`
+    /// hook of the user's config failed, say): git's message.
+    Kept(String),
+}
+
+/// Runs `git worktree add --lock --reason REASON` (git's own lock, SPEC "A
+/// lease every tool can see"); the caller holds the creation lock. Makes
+/// the branch with `--no-track` if it is missing. When git fails but left
+/// `wt` registered, returns [`Added::Kept`]; when it left nothing, deletes
+/// only a branch this attempt made, only if it still points where it was
+/// made and no worktree has it checked out.
 fn add_worktree(
     rg: &RepoGit,
     how: AddConfig,
@@ -656,7 +701,8 @@ fn add_worktree(
     wt: &Path,
     branch: &str,
     base: &str,
-) -> Result<()> {
+    reason: &str,
+) -> Result<Added> {
     let full = format!("refs/heads/{branch}");
     let exists = rg
         .cmd(common)
@@ -675,29 +721,96 @@ fn add_worktree(
             e.path().display()
         )));
     }
-    let mut c = match how {
+    let c = match how {
         AddConfig::User => rg.git().user(common),
         AddConfig::Sanitized => rg.cmd(common),
     };
-    c.args(["worktree", "add", "-q"]);
-    if exists {
-        c.arg("--").arg(wt).arg(branch);
+    let checkout = if exists {
+        git::ops::Checkout::Branch(branch)
     } else {
-        c.args(["--no-track", "-b", branch, "--"]).arg(wt).arg(base);
+        git::ops::Checkout::NewBranch { branch, base }
+    };
+    let out = git::ops::worktree_add(c, wt, checkout, reason)?;
+    if out.ok {
+        return Ok(Added::Done);
     }
-    let out = c.output()?;
-    if !out.ok {
-        if !exists {
-            // Undo only what this attempt made: delete the branch only if it
-            // still points at `base` (update-ref's old-value check).
-            let _ = rg
-                .cmd(common)
-                .args(["update-ref", "-d", &full, base])
-                .output();
+    // What did git leave? A listing that fails proves nothing: keep the branch.
+    let listed = rg.worktrees(common)?;
+    if listed.iter().any(|e| e.path == wt.as_os_str().as_bytes()) {
+        return Ok(Added::Kept(out.error().to_string()));
+    }
+    let checked_out = listed
+        .iter()
+        .any(|e| e.branch.as_deref() == Some(full.as_bytes()));
+    if !exists && !checked_out {
+        // Undo only what this attempt made: delete the branch only if it
+        // still points at `base` (update-ref's old-value check).
+        let _ = rg
+            .cmd(common)
+            .args(["update-ref", "-d", &full, base])
+            .output();
+    }
+    Err(out.error())
+}
+
+/// Finishes a `git worktree add`: on [`Added::Kept`] the record becomes
+/// `interrupted` with git's message (the worktree, locked by git, stays for
+/// a person to inspect and for the reconciler) and the command does not
+/// run; on failure the record is abandoned (nothing was created). `Err`
+/// either way but [`Added::Done`].
+fn added_or_kept(reg: &Registry, id: &str, wt: &Path, added: Result<Added>) -> Result<()> {
+    let msg = match added {
+        Ok(Added::Done) => return Ok(()),
+        Ok(Added::Kept(msg)) => msg,
+        Err(e) => {
+            abandon(reg, id, &e.to_string());
+            return Err(e);
         }
-        return Err(out.error());
+    };
+    let detail = format!(
+        "`git worktree add` failed after registering `{}`: {msg}; the command did not run",
+        wt.display()
+    );
+    let wt_id = file_id(wt).ok();
+    let me = std::process::id();
+    let noted = reg.update(id, |r| {
+        let now = crate::registry::now();
+        let outcome = Outcome {
+            code: None,
+            signal: None,
+            at: now.clone(),
+            head: None,
+            error: Some(detail.clone()),
+            holders: Vec::new(),
+        };
+        if let Some(s) = r
+            .sessions
+            .iter_mut()
+            .rev()
+            .find(|s| s.pid == me && s.ended_at.is_none())
+        {
+            s.ended_at = Some(now);
+            s.outcome = Some(outcome.clone());
+        }
+        r.outcome = Some(outcome);
+        r.worktree = wt_id;
+        r.audit(
+            "worktree-add-failed",
+            vec![HoldReason::GitFailed],
+            vec![detail.clone()],
+        );
+        r.set_state(State::Interrupted)
+    });
+    let mut message = format!(
+        "{detail}; kept as record {id} (interrupted): inspect `{}`, then `lease exec --resume {}` or `lease retire {}`",
+        wt.display(),
+        &id[..8],
+        &id[..8]
+    );
+    if let Err(e) = noted {
+        message.push_str(&format!(" (lease could not record that: {e})"));
     }
-    Ok(())
+    Err(Error::refused(HoldReason::GitFailed, message))
 }
 
 fn adopt(
@@ -733,7 +846,9 @@ fn adopt(
             ),
         ));
     }
-    let existing = reg.scan()?.into_iter().find_map(|l| match l {
+    let loaded = reg.scan()?;
+    check_no_bad_record_names(&loaded, &wt)?;
+    let existing = loaded.into_iter().find_map(|l| match l {
         crate::registry::Loaded::Ok(r)
             if r.state != State::Removed && r.worktree.as_ref().is_some_and(|w| w.path() == wt) =>
         {
@@ -744,12 +859,13 @@ fn adopt(
     if let Some(rec) = existing {
         return join_session(reg, *rec, wt, session);
     }
+    let e = &entries[pos];
+    check_adoptable_lock(e.locked.as_deref(), &wt, reg.root().path())?;
     let parent = wt.parent().map(Path::to_path_buf).unwrap_or_default();
     let rg = git.repo(&common)?;
     check_root_outside_worktrees(&rg, &common, &[reg.root().path()])?;
     admit_or_reap(reg, git, req.reap_if_low, &[&parent, reg.root().path()])?;
     let id = crate::registry::new_id()?;
-    let e = &entries[pos];
     let branch = e
         .branch
         .as_ref()
@@ -774,11 +890,20 @@ fn adopt(
     };
     let wt_id = file_id(&wt)?;
     let l2 = lease.clone();
+    // The record names the worktree before git's lock goes on, so a crash
+    // in between leaves a planned record the reconciler can finish.
     reg.update(&id, |r| {
         r.lease = Some(l2);
         r.worktree = Some(wt_id);
-        r.set_state(State::Active)
+        Ok(())
     })?;
+    crate::fault::point("adopt-leased");
+    let reason = git::ops::lock_reason(&id, reg.root().path());
+    if let Err(e) = git::ops::worktree_lock(&rg, &common, &wt, &reason) {
+        abandon(reg, &id, &e.to_string());
+        return Err(e);
+    }
+    reg.update(&id, |r| r.set_state(State::Active))?;
     Ok(Prepared {
         id,
         worktree: wt,
@@ -787,6 +912,50 @@ fn adopt(
         own_fd,
         created_now: false,
     })
+}
+
+/// Refuses to adopt `wt` when a corrupt, unreadable or newer-schema record
+/// of this state root may name it (SPEC "A lease every tool can see"):
+/// lease never changes such a record, and a second one would lease the
+/// same tree twice (exit 3, naming the record file).
+fn check_no_bad_record_names(loaded: &[crate::registry::Loaded], wt: &Path) -> Result<()> {
+    match crate::registry::bad_record_naming(loaded, wt) {
+        None => Ok(()),
+        Some((path, problem)) => Err(Error::Record {
+            path,
+            problem: format!(
+                "{problem}, and it may name `{}`; lease never adopts a worktree such a record may name: repair or move the record file first",
+                wt.display()
+            ),
+        }),
+    }
+}
+
+/// Refuses to adopt a worktree git has locked: by another lease record or
+/// state root (`leased-elsewhere`), or by anyone else (`git-locked`; lease
+/// would not get its own lock on it). `locked` is the reason from `git
+/// worktree list`, `None` when unlocked.
+fn check_adoptable_lock(locked: Option<&str>, wt: &Path, state_root: &Path) -> Result<()> {
+    // No record exists yet, so no lock can be this record's own.
+    match git::ops::classify_lock(locked, "", state_root) {
+        crate::plan::LockSeen::Unlocked => Ok(()),
+        crate::plan::LockSeen::Lease { id, root } => {
+            let h = crate::plan::leased_elsewhere(&id, &root);
+            Err(Error::refused(
+                h.reason,
+                format!("`{}`: {}", wt.display(), h.detail),
+            ))
+        }
+        crate::plan::LockSeen::Ours | crate::plan::LockSeen::Other(_) => Err(Error::refused(
+            HoldReason::GitLocked,
+            format!(
+                "`{}` is locked ({}); `git worktree unlock {}` if that lock is stale, then adopt it again",
+                wt.display(),
+                locked.unwrap_or_default(),
+                wt.display()
+            ),
+        )),
+    }
 }
 
 /// `--resume ID`: a new session in the worktree of a `retained`, `terminal`
@@ -890,6 +1059,9 @@ fn run(reg: &Registry, git: Git, p: Prepared, req: &ExecRequest) -> Result<ExecR
         .at_do("cannot register signal handlers for", &p.worktree)?;
     let identity = format!("{}:{}", p.lease.dev, p.lease.ino);
     let mut cmd = Command::new(&req.command[0]);
+    for k in LOCAL_REPO_ENV {
+        cmd.env_remove(k);
+    }
     cmd.args(&req.command[1..])
         .current_dir(&p.worktree)
         .env("LEASE_ID", &p.id)

@@ -24,6 +24,7 @@ pub enum HoldReason {
     NotRecorded,
     NotRegistered,
     GitLocked,
+    LeasedElsewhere,
     CwdInsideTarget,
     PathIdentity,
     RootIdentity,
@@ -90,6 +91,9 @@ impl HoldReason {
                 "the path is not a registered git worktree; `lease repair PATH` if it was"
             }
             GitLocked => "`git worktree unlock PATH` if the lock is stale",
+            LeasedElsewhere => {
+                "another lease record holds git's lock on it: run the command in the detail (in that state root)"
+            }
             CwdInsideTarget => "run lease from outside the worktree",
             Dirty => "commit or stash the changes in the worktree, then retry",
             Untracked | Ignored => "commit, move or delete the listed files, then retry",
@@ -254,8 +258,9 @@ pub struct PathEvidence {
     pub canonical: bool,
     /// True if the `.git` file points at the admin directory whose `gitdir` points back.
     pub linked_back: bool,
-    /// The lock reason if `git worktree lock`ed, else `None`; `Some("")` is a lock without reason.
-    pub locked: Option<String>,
+    /// git's own lock on the registration (`git worktree lock`), judged
+    /// against this record and state root.
+    pub lock: LockSeen,
     /// True if the exact path is listed by `git worktree list --porcelain -z`.
     pub listed: bool,
     /// True if the path is the repository's main worktree.
@@ -305,12 +310,7 @@ pub fn gate_path(expected: (u64, u64), uid: u32, ev: &PathEvidence) -> Result<()
             "the `.git` file and the admin directory's `gitdir` do not point at each other",
         ));
     }
-    if let Some(reason) = &ev.locked {
-        return Err(Hold::new(
-            HoldReason::GitLocked,
-            format!("locked: {reason}"),
-        ));
-    }
+    gate_lock(&ev.lock)?;
     if ev.cwd_inside {
         return Err(Hold::new(
             HoldReason::CwdInsideTarget,
@@ -318,6 +318,64 @@ pub fn gate_path(expected: (u64, u64), uid: u32, ev: &PathEvidence) -> Result<()
         ));
     }
     Ok(())
+}
+
+/// git's own lock on a worktree registration (`$GIT_COMMON_DIR/worktrees/<name>/locked`,
+/// git-worktree(1) "lock"), as gate 2 and adoption judge it (SPEC "A lease
+/// every tool can see").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LockSeen {
+    /// No `locked` file.
+    Unlocked,
+    /// The lock lease keeps for this record in this state root.
+    Ours,
+    /// A lease lock naming another record or another state root.
+    Lease {
+        /// The record id the reason names.
+        id: String,
+        /// The state root the reason names, as written there.
+        root: String,
+    },
+    /// Any other lock, with git's reason (empty for a lock without one).
+    Other(String),
+}
+
+/// Gate 2's lock check: unlocked, or locked by lease for this record and
+/// state root. A lock of another lease holds `leased-elsewhere` (see
+/// [`leased_elsewhere`]); any other lock holds `git-locked`.
+pub fn gate_lock(lock: &LockSeen) -> Result<(), Hold> {
+    match lock {
+        LockSeen::Unlocked | LockSeen::Ours => Ok(()),
+        LockSeen::Lease { id, root } => Err(leased_elsewhere(id, root)),
+        LockSeen::Other(reason) => Err(Hold::new(
+            HoldReason::GitLocked,
+            format!("locked: {reason}"),
+        )),
+    }
+}
+
+/// The `leased-elsewhere` hold for a lock naming record `id` of state root
+/// `root`: the detail names that root and the command to run there.
+pub fn leased_elsewhere(id: &str, root: &str) -> Hold {
+    Hold::new(
+        HoldReason::LeasedElsewhere,
+        format!(
+            "git's lock names lease record {id} of state root `{root}`; run there: `LEASE_HOME={} lease retire {id}` (or `lease show {id}`)",
+            shell_quote(root)
+        ),
+    )
+}
+
+/// Quotes `s` for a POSIX shell when it holds anything but `[A-Za-z0-9/._-]`.
+pub fn shell_quote(s: &str) -> String {
+    if !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"/._-".contains(&b))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
 }
 
 /// What gate 3 observed of the lease file, before and after locking.
@@ -813,7 +871,7 @@ mod tests {
             seen: Some(dir(1, 2)),
             canonical: true,
             linked_back: true,
-            locked: None,
+            lock: LockSeen::Unlocked,
             listed: true,
             is_main: false,
             cwd_inside: false,
@@ -866,6 +924,36 @@ mod tests {
     #[test]
     fn path_gate_accepts_the_recorded_directory() {
         assert_eq!(gate_path((1, 2), 7, &good_path()), Ok(()));
+        // lease's own lock on this record, in this state root, is no hold.
+        let mut ours = good_path();
+        ours.lock = LockSeen::Ours;
+        assert_eq!(gate_path((1, 2), 7, &ours), Ok(()));
+    }
+
+    #[test]
+    fn a_lock_of_another_lease_names_its_root_and_the_command_to_run_there() {
+        let h = gate_lock(&LockSeen::Lease {
+            id: "ab".repeat(16),
+            root: "/srv/other state".into(),
+        })
+        .unwrap_err();
+        assert_eq!(h.reason, HoldReason::LeasedElsewhere);
+        assert!(
+            h.detail.contains(&format!(
+                "LEASE_HOME='/srv/other state' lease retire {}",
+                "ab".repeat(16)
+            )),
+            "{}",
+            h.detail
+        );
+        let h = gate_lock(&LockSeen::Other("usb disk".into())).unwrap_err();
+        assert_eq!(
+            (h.reason, h.detail.as_str()),
+            (HoldReason::GitLocked, "locked: usb disk")
+        );
+        assert_eq!(shell_quote("/a/b_c-1.d"), "/a/b_c-1.d");
+        assert_eq!(shell_quote("it's"), r"'it'\''s'");
+        assert_eq!(shell_quote(""), "''");
     }
 
     #[test]
@@ -884,7 +972,19 @@ mod tests {
             (|e| e.linked_back = false, HoldReason::PathIdentity),
             (|e| e.listed = false, HoldReason::NotRegistered),
             (|e| e.is_main = true, HoldReason::ProtectedPath),
-            (|e| e.locked = Some(String::new()), HoldReason::GitLocked),
+            (
+                |e| e.lock = LockSeen::Other(String::new()),
+                HoldReason::GitLocked,
+            ),
+            (
+                |e| {
+                    e.lock = LockSeen::Lease {
+                        id: "0".repeat(32),
+                        root: "/elsewhere".into(),
+                    }
+                },
+                HoldReason::LeasedElsewhere,
+            ),
             (|e| e.cwd_inside = true, HoldReason::CwdInsideTarget),
         ];
         for (i, (mutate, want)) in cases.into_iter().enumerate() {
@@ -1348,7 +1448,7 @@ mod props {
         let path_ok = ev.path.seen == Some(good_dir())
             && ev.path.canonical
             && ev.path.linked_back
-            && ev.path.locked.is_none()
+            && matches!(ev.path.lock, LockSeen::Unlocked | LockSeen::Ours)
             && ev.path.listed
             && !ev.path.is_main
             && !ev.path.cwd_inside;
@@ -1402,17 +1502,28 @@ mod props {
         let flags = (
             mostly(true, vec![false]),
             mostly(true, vec![false]),
-            mostly(None, vec![Some(String::new()), Some("usb".into())]),
+            mostly(
+                LockSeen::Unlocked,
+                vec![
+                    LockSeen::Ours,
+                    LockSeen::Other(String::new()),
+                    LockSeen::Other("usb".into()),
+                    LockSeen::Lease {
+                        id: "0".repeat(32),
+                        root: "/elsewhere".into(),
+                    },
+                ],
+            ),
             mostly(true, vec![false]),
             mostly(false, vec![true]),
             mostly(false, vec![true]),
         );
         (seen, flags).prop_map(
-            |(seen, (canonical, linked_back, locked, listed, is_main, cwd_inside))| PathEvidence {
+            |(seen, (canonical, linked_back, lock, listed, is_main, cwd_inside))| PathEvidence {
                 seen,
                 canonical,
                 linked_back,
-                locked,
+                lock,
                 listed,
                 is_main,
                 cwd_inside,

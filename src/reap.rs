@@ -397,6 +397,12 @@ fn found(path: &Path) -> Result<Found> {
 impl Reaper<'_> {
     fn reconcile(&self, rec: Record) -> ReapItem {
         let mut item = ReapItem::new(&rec);
+        if matches!(
+            rec.state,
+            State::Active | State::Terminal | State::Interrupted | State::Retained
+        ) {
+            self.migrate_lock(&rec, &mut item);
+        }
         let done = match rec.state {
             State::Planned => self.planned(&rec, &mut item),
             State::Active => self.active(&rec, &mut item),
@@ -425,6 +431,70 @@ impl Reaper<'_> {
             };
         }
         item
+    }
+
+    /// Puts back git's lock lease keeps on the worktree of a record that is
+    /// not `removed`, when it has none (SPEC "A lease every tool can see"):
+    /// a record made by an older lease, or a retire that stopped between
+    /// taking the lock off and the removal. A migration: nothing is ever
+    /// removed for lacking the lock. Only the recorded directory (device and
+    /// inode), registered and unlocked, is locked, under the record's lock
+    /// and only while the record is not `retiring` or `removed` (a retire
+    /// takes the lock off right before its removal). A dry run says it
+    /// would. A failure is the item's error.
+    fn migrate_lock(&self, rec: &Record, item: &mut ReapItem) {
+        if let Err(e) = self.try_migrate_lock(rec, item) {
+            item.error = Some(format!("cannot put git's lock back on the worktree: {e}"));
+        }
+    }
+
+    fn try_migrate_lock(&self, rec: &Record, item: &mut ReapItem) -> Result<()> {
+        let Some(wt) = &rec.worktree else {
+            return Ok(());
+        };
+        let path = wt.path();
+        let repo = Path::new(&rec.repo);
+        if found(repo)? != Found::Dir
+            || crate::safety::lstat(&path).map(|s| (s.dev, s.ino)) != Some(wt.id())
+        {
+            return Ok(());
+        }
+        let rg = self.git.repo(repo)?;
+        let bytes = path.as_os_str().as_bytes();
+        let unlocked = rg
+            .worktrees(repo)?
+            .iter()
+            .skip(1)
+            .any(|e| e.path == bytes && e.locked.is_none());
+        if !unlocked {
+            return Ok(());
+        }
+        if !self.apply {
+            item.detail.push(
+                "git's lock lease keeps on the worktree is missing: would put it back".into(),
+            );
+            return Ok(());
+        }
+        let reason = git::ops::lock_reason(&rec.id, self.reg.root().path());
+        let added = self.reg.update(&rec.id, |r| {
+            if matches!(r.state, State::Retiring | State::Removed) {
+                return Ok(false);
+            }
+            git::ops::worktree_lock(&rg, repo, &path, &reason)?;
+            r.audit(
+                "lock-restored",
+                vec![],
+                vec![format!("git worktree lock --reason '{reason}'")],
+            );
+            Ok(true)
+        })?;
+        if added {
+            item.detail.push(
+                "put back git's lock lease keeps on the worktree (it had none: made by an older lease, or a retire stopped before removal)"
+                    .into(),
+            );
+        }
+        Ok(())
     }
 
     /// Returns whether `path` is a linked worktree of `repo` by `git worktree
@@ -495,6 +565,7 @@ impl Reaper<'_> {
                 item.detail
                     .push("its creator is gone: recorded interrupted".to_string());
                 let now = self.reg.get(&rec.id)?;
+                self.migrate_lock(&now, item);
                 self.candidate(&now, item);
                 Ok(())
             }
@@ -914,11 +985,13 @@ impl Reaper<'_> {
                 if !self.still_retiring(rec, item, |r| r.set_state(State::Terminal))? {
                     return Ok(());
                 }
-                drop(lock);
                 item.detail.push(
                     "a retire stopped before removal: returned to terminal, gates run again".into(),
                 );
                 let now = self.reg.get(&rec.id)?;
+                // Under the exclusive lease still: no retire runs now.
+                self.migrate_lock(&now, item);
+                drop(lock);
                 self.candidate(&now, item);
                 Ok(())
             }

@@ -18,7 +18,7 @@
 use std::collections::BTreeMap;
 use std::fs;
 use std::os::unix::fs::FileExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
@@ -775,6 +775,56 @@ fn read_audited(lock: &fs::File) -> u64 {
         .ok()
         .and_then(|s| s.trim().parse().ok())
         .unwrap_or(0)
+}
+
+/// The most of a bad record file [`bad_record_naming`] reads, in bytes: a
+/// longer one cannot be shown not to name a path.
+const NAMING_READ_LIMIT: u64 = 1 << 20;
+
+/// Returns the file and problem of the first record of `loaded` that is
+/// corrupt, unreadable or of a newer schema and may name the worktree `wt`
+/// (SPEC "A lease every tool can see": adoption refuses those): its bytes
+/// hold `wt` as a JSON string, `wt`'s directory name is its id (lease's
+/// layout `<root>/<repo>/<id>`), or it cannot be read in full as a regular
+/// file (opened `O_NOFOLLOW|O_NONBLOCK`, at most 1 MiB), so nothing shows
+/// it does not.
+pub fn bad_record_naming(loaded: &[Loaded], wt: &Path) -> Option<(PathBuf, String)> {
+    let quoted = wt
+        .to_str()
+        .and_then(|p| serde_json::to_string(p).ok())
+        .map(String::into_bytes);
+    let dir_name = wt.file_name().and_then(|n| n.to_str());
+    loaded.iter().find_map(|l| {
+        let Loaded::Bad { id, path, problem } = l else {
+            return None;
+        };
+        let names = dir_name == Some(id.as_str())
+            || match read_bounded(path, NAMING_READ_LIMIT) {
+                None => true,
+                Some(bytes) => quoted
+                    .as_ref()
+                    .is_some_and(|q| bytes.windows(q.len()).any(|w| w == q.as_slice())),
+            };
+        names.then(|| (path.clone(), problem.clone()))
+    })
+}
+
+/// Reads a regular file of at most `limit` bytes without following a
+/// symlink or blocking on a FIFO; `None` if it cannot, or is longer.
+fn read_bounded(path: &Path, limit: u64) -> Option<Vec<u8>> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .ok()?;
+    if !f.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut buf = Vec::new();
+    f.take(limit + 1).read_to_end(&mut buf).ok()?;
+    (buf.len() as u64 <= limit).then_some(buf)
 }
 
 /// Returns true if and only if `s` looks like a record id (32 lowercase hex digits).

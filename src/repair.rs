@@ -58,6 +58,10 @@ pub struct RepairPlan {
     admin_dir: PathBuf,
     #[serde(skip)]
     target: PathBuf,
+    /// True if the registration carries lease's own lock for the matching
+    /// record (taken off right before the removal).
+    #[serde(skip)]
+    own_lock: bool,
 }
 
 impl RepairPlan {
@@ -292,6 +296,7 @@ pub fn plan(reg: Option<&Registry>, git: &Git, path: &Path) -> Result<RepairPlan
         common,
         admin_dir: admin,
         target,
+        own_lock: false,
     };
     plan.steps.push(format!(
         "registration `{}` of `{}` names `{}`",
@@ -310,14 +315,31 @@ pub fn plan(reg: Option<&Registry>, git: &Git, path: &Path) -> Result<RepairPlan
     plan.steps
         .push(format!("the directory `{}` is missing", plan.path));
     if let Some(reason) = crate::safety::read_small(&plan.admin_dir.join("locked")) {
-        plan.holds.push(Hold::new(
-            HoldReason::GitLocked,
-            format!(
-                "the registration is locked ({}); it may live on a filesystem that is not mounted now",
-                String::from_utf8_lossy(&reason)
-            ),
-        ));
-        return Ok(plan);
+        let reason = String::from_utf8_lossy(&reason).into_owned();
+        let id = record.as_ref().map_or("", |r| r.id.as_str());
+        let root = reg.map_or(Path::new("/"), |r| r.root().path());
+        match git::ops::classify_lock(Some(&reason), id, root) {
+            crate::plan::LockSeen::Ours => {
+                plan.own_lock = true;
+                plan.steps.push(format!(
+                    "its lock is lease's own for record {}: it comes off right before the removal",
+                    &id[..8]
+                ));
+            }
+            crate::plan::LockSeen::Lease { id, root } => {
+                plan.holds.push(crate::plan::leased_elsewhere(&id, &root));
+                return Ok(plan);
+            }
+            _ => {
+                plan.holds.push(Hold::new(
+                    HoldReason::GitLocked,
+                    format!(
+                        "the registration is locked ({reason}); it may live on a filesystem that is not mounted now"
+                    ),
+                ));
+                return Ok(plan);
+            }
+        }
     }
     match unique_commits(git, &plan) {
         Ok((head, unique)) => {
@@ -547,6 +569,17 @@ pub fn apply(reg: Option<&Registry>, git: &Git, plan: RepairPlan) -> Result<Repa
         }
     }
     let rg = git.repo(&plan.common)?;
+    // lease's own lock comes off under the exclusive lease, right before
+    // the removal, as in retire's gate 8.
+    if plan.own_lock
+        && let Err(e) = git::ops::worktree_unlock(&rg, &plan.common, &plan.target)
+    {
+        let h = Hold::new(
+            e.reason().unwrap_or(HoldReason::GitFailed),
+            format!("cannot take lease's lock off before removal: {e}"),
+        );
+        return refuse(plan, vec![h]);
+    }
     let out = rg
         .cmd(&plan.common)
         .args(["worktree", "remove", "--"])
@@ -559,15 +592,19 @@ pub fn apply(reg: Option<&Registry>, git: &Git, plan: RepairPlan) -> Result<Repa
         .iter()
         .any(|e| e.path == plan.target.as_os_str().as_bytes());
     if !out.ok || !admin_gone || listed {
-        let h = Hold::new(
-            HoldReason::GitFailed,
-            format!(
-                "git worktree remove: {}; admin directory {}, registration {}",
-                out.error(),
-                if admin_gone { "gone" } else { "present" },
-                if listed { "present" } else { "gone" }
-            ),
+        let mut detail = format!(
+            "git worktree remove: {}; admin directory {}, registration {}",
+            out.error(),
+            if admin_gone { "gone" } else { "present" },
+            if listed { "present" } else { "gone" }
         );
+        if let (true, true, Some(reg), Some(id)) = (plan.own_lock, listed, reg, &plan.record) {
+            let reason = git::ops::lock_reason(id, reg.root().path());
+            if let Err(e) = git::ops::worktree_lock(&rg, &plan.common, &plan.target, &reason) {
+                detail.push_str(&format!("; lease's lock could not be put back ({e})"));
+            }
+        }
+        let h = Hold::new(HoldReason::GitFailed, detail);
         return refuse(plan, vec![h]);
     }
     let mut report = RepairReport::new(false, plan, Disposition::Removed);

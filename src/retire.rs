@@ -490,7 +490,7 @@ impl Engine {
         }
         let top = crate::safety::open_beneath(&root, rec.root.id(), name)?;
         let (ev, _) = self
-            .probe_path(rg, &repo, &wt)
+            .probe_path(rg, &repo, &wt, &rec.id)
             .map_err(|e| Hold::new(e.reason().unwrap_or(HoldReason::GitFailed), e.to_string()))?;
         plan::gate_path(wt_id.id(), rec.uid, &ev)?;
         let through_fd = crate::safety::fstat_fd(&top);
@@ -542,6 +542,7 @@ impl Engine {
         rg: &RepoGit,
         repo: &Path,
         wt: &Path,
+        id: &str,
     ) -> Result<(plan::PathEvidence, Option<PathBuf>)> {
         let entries = rg.worktrees(repo)?;
         let bytes = wt.as_os_str().as_bytes();
@@ -552,7 +553,11 @@ impl Engine {
                 seen: crate::safety::lstat(wt),
                 canonical: crate::safety::is_canonical(wt),
                 linked_back: admin.is_some(),
-                locked: mine.and_then(|e| e.locked.clone()),
+                lock: git::ops::classify_lock(
+                    mine.and_then(|e| e.locked.as_deref()),
+                    id,
+                    self.reg.root().path(),
+                ),
                 listed: mine.is_some(),
                 is_main: entries.first().is_some_and(|e| e.path == bytes),
                 cwd_inside: crate::safety::cwd_inside(wt),
@@ -943,6 +948,21 @@ impl Engine {
             self.reg.update(&id, |r| r.set_state(State::Terminal))?;
             return Ok(Err(vec![h]));
         }
+        // git's own lock comes off last, under the exclusive lease, right
+        // before the removal (SPEC gate 8). A crash after this leaves a
+        // `retiring` record with an unlocked tree: the reconciler locks it
+        // again and runs the gates.
+        let unlocked = match self.unlock_own(held, &repo) {
+            Ok(u) => u,
+            Err(e) => {
+                self.reg.update(&id, |r| r.set_state(State::Terminal))?;
+                return Ok(Err(vec![Hold::new(
+                    e.reason().unwrap_or(HoldReason::GitFailed),
+                    format!("cannot take lease's lock off before removal: {e}"),
+                )]));
+            }
+        };
+        crate::fault::point("retire-unlocked");
         let out = held
             .rg
             .cmd(&repo)
@@ -963,8 +983,21 @@ impl Engine {
                 if gone { "gone" } else { "present" },
                 if listed { "present" } else { "gone" }
             );
+            let mut detail = detail;
             if !gone && listed {
-                // Refused and intact: back to terminal.
+                // Refused and intact: locked again, back to terminal.
+                if unlocked
+                    && let Err(e) = git::ops::worktree_lock(
+                        &held.rg,
+                        &repo,
+                        &held.wt,
+                        &git::ops::lock_reason(&id, self.reg.root().path()),
+                    )
+                {
+                    detail.push_str(&format!(
+                        "; lease's lock could not be put back ({e}): `lease reap --apply` puts it back"
+                    ));
+                }
                 self.reg.update(&id, |r| r.set_state(State::Terminal))?;
             }
             return Ok(Err(vec![Hold::new(HoldReason::GitFailed, detail)]));
@@ -1007,6 +1040,23 @@ impl Engine {
         report.tombstone = Some(tomb);
         report.branch = branch;
         Ok(Ok(()))
+    }
+
+    /// Takes lease's own lock off the worktree (`git worktree unlock`) when
+    /// the admin directory's `locked` names this record and state root;
+    /// returns whether it did. Any other lock was held by gate 2, which ran
+    /// again just before.
+    fn unlock_own(&self, held: &Held, repo: &Path) -> Result<bool> {
+        let Some(reason) = crate::safety::read_small(&held.admin.join("locked")) else {
+            return Ok(false);
+        };
+        let reason = String::from_utf8_lossy(&reason);
+        let lock = git::ops::classify_lock(Some(&reason), &held.rec.id, self.reg.root().path());
+        if lock != plan::LockSeen::Ours {
+            return Ok(false);
+        }
+        git::ops::worktree_unlock(&held.rg, repo, &held.wt)?;
+        Ok(true)
     }
 
     /// Finds the record of the worktree whose top directory is `path`.

@@ -99,7 +99,7 @@ pub(super) fn scan_orphans(
     let mut found: BTreeMap<Vec<u8>, Orphan> = BTreeMap::new();
     scan_roots(root, &claimed, &bad_ids, &mut found, report);
     for repo in &repos {
-        scan_registrations(git, repo, &claimed, &mut found, report);
+        scan_registrations(git, repo, &claimed, &loaded, &mut found, report);
     }
     let known = match load_orphans(root) {
         Ok(k) => Some(k),
@@ -222,6 +222,7 @@ fn scan_registrations(
     git: &Git,
     repo: &str,
     claimed: &BTreeSet<Vec<u8>>,
+    loaded: &[Loaded],
     found: &mut BTreeMap<Vec<u8>, Orphan>,
     report: &mut ReapReport,
 ) {
@@ -259,7 +260,15 @@ fn scan_registrations(
         }
         let p = e.path();
         match found_kind(&p) {
-            Ok(kind) => add_orphan(found, &p, kind, false, Some(repo)),
+            Ok(kind) => {
+                add_orphan(found, &p, kind, false, Some(repo));
+                if let (Some(next), Some(o)) = (
+                    not_adoptable(e.locked.as_deref(), loaded, &p),
+                    found.get_mut(&e.path),
+                ) {
+                    o.next = next;
+                }
+            }
             Err(err) => {
                 report.complete = false;
                 report
@@ -360,6 +369,25 @@ fn add_orphan(
             "not a registered worktree: inspect it and remove it yourself if it is yours; reap never deletes an orphan".to_string()
         }
     };
+}
+
+/// What to do about a registration no record claims that lease must never
+/// suggest adopting (SPEC "A lease every tool can see"): one whose git lock
+/// names a lease record (of any state root), or one a corrupt, unreadable
+/// or newer-schema record of this state root may name. `None` for any other.
+fn not_adoptable(locked: Option<&str>, loaded: &[Loaded], path: &Path) -> Option<String> {
+    if let Some((id, root)) = locked.and_then(git::ops::parse_lock_reason) {
+        return Some(format!(
+            "git's lock names lease record {id} of state root `{root}`: see it there (`LEASE_HOME={} lease show {id}`); never adopt it here",
+            crate::plan::shell_quote(&root)
+        ));
+    }
+    crate::registry::bad_record_naming(loaded, path).map(|(file, problem)| {
+        format!(
+            "record `{}` is {problem} and may name it: repair or move that record file; lease never adopts a worktree such a record may name",
+            file.display()
+        )
+    })
 }
 
 /// One entry of `orphans.json`.

@@ -1101,7 +1101,9 @@ fn c11_nested_repositories() {
 #[test]
 fn c12_git_locks_and_operations_in_progress() {
     let fx = Fx::new();
-    let (id, wt) = fx.worktree("git worktree lock --reason \"$(printf 'x\\nlocked')\" \"$PWD\"");
+    let (id, wt) = fx.worktree(
+        "git worktree unlock \"$PWD\" && git worktree lock --reason \"$(printf 'x\\nlocked')\" \"$PWD\"",
+    );
     fx.refuse(&id, "git-locked");
     // Locked, then moved away: the admin directory is kept.
     let admin = admin_dir(&fx.repo, &wt);

@@ -16,6 +16,7 @@ mod archive;
 mod config;
 mod exec;
 mod filters;
+mod gitlock;
 mod list;
 mod logs;
 mod metrics;
@@ -26,6 +27,7 @@ mod reap;
 mod restore;
 mod retire;
 mod shim;
+mod world;
 
 /// Every `.rs` file in tests/it is declared above (jj's runner.rs check).
 #[test]

@@ -308,7 +308,8 @@ fn crash_before_remove_is_resumed_through_the_gates() {
 fn crash_before_remove_after_git_finished_completes_the_tombstone() {
     let env = TestEnv::new();
     let repo = env.repo();
-    let id = crash_at(&env, &repo, "retire-before-remove", "true");
+    // Killed after git's lock came off, right before the removal.
+    let id = crash_at(&env, &repo, "retire-unlocked", "true");
     let wt = worktree_of(&env, &id);
     // As if the crash came after git removed the worktree.
     env.git(&repo, &["worktree", "remove", wt.to_str().unwrap()]);
@@ -1410,6 +1411,8 @@ fn a_planned_record_whose_scene_does_not_add_up_is_held_and_untouched() {
             |env, repo, wt| {
                 let keep = wt.with_extension("keep");
                 fs::rename(wt, &keep).unwrap();
+                // lease's lock keeps a prune off: a person unlocked it first.
+                env.git(repo, &["worktree", "unlock", wt.to_str().unwrap()]);
                 env.git(repo, &["worktree", "prune"]);
                 fs::rename(&keep, wt).unwrap();
             },
@@ -1619,7 +1622,7 @@ fn a_stopped_retire_whose_worktree_and_lease_file_are_gone_is_completed() {
     // crash: nothing is left to protect, the dry run and the apply agree.
     let env = TestEnv::new();
     let repo = env.repo();
-    let id = crash_at(&env, &repo, "retire-before-remove", "true");
+    let id = crash_at(&env, &repo, "retire-unlocked", "true");
     let wt = worktree_of(&env, &id);
     env.git(&repo, &["worktree", "remove", wt.to_str().unwrap()]);
     let lease = env.lease_of(&id);

@@ -470,10 +470,11 @@ fn a_twin_with_the_same_directory_name_is_never_confused() {
 fn locked_worktree_holds() {
     let env = TestEnv::new();
     let repo = env.repo();
+    // Another tool's lock in place of lease's own.
     let id = exec_script(
         &env,
         &repo,
-        "git worktree lock --reason 'in use by ci' \"$PWD\"",
+        "git worktree unlock \"$PWD\" && git worktree lock --reason 'in use by ci' \"$PWD\"",
     );
     let rec = env.record_of(&id);
     assert_eq!(rec["state"], "terminal");
