@@ -686,6 +686,11 @@ enum Added {
     /// git failed but left the worktree registered (a `post-checkout`
     /// hook of the user's config failed, say): git's message.
     Kept(String),
+    /// git failed and what it left could not be listed: the message. The
+    /// record stays `planned` for the reconciler, which judges the scene
+    /// once this launcher is gone (uncertainty holds: neither "nothing was
+    /// created" nor "kept" is proven).
+    Unknown(String),
 }
 
 /// Runs `git worktree add --lock --reason REASON` (git's own lock, SPEC "A
@@ -734,8 +739,17 @@ fn add_worktree(
     if out.ok {
         return Ok(Added::Done);
     }
-    // What did git leave? A listing that fails proves nothing: keep the branch.
-    let listed = rg.worktrees(common)?;
+    // What did git leave? A listing that fails proves nothing: keep the
+    // branch and the record as they are.
+    let listed = match rg.worktrees(common) {
+        Ok(l) => l,
+        Err(e) => {
+            return Ok(Added::Unknown(format!(
+                "{}; then the worktree list failed: {e}",
+                out.error()
+            )));
+        }
+    };
     if listed.iter().any(|e| e.path == wt.as_os_str().as_bytes()) {
         return Ok(Added::Kept(out.error().to_string()));
     }
@@ -762,6 +776,15 @@ fn added_or_kept(reg: &Registry, id: &str, wt: &Path, added: Result<Added>) -> R
     let msg = match added {
         Ok(Added::Done) => return Ok(()),
         Ok(Added::Kept(msg)) => msg,
+        Ok(Added::Unknown(msg)) => {
+            return Err(Error::refused(
+                HoldReason::GitFailed,
+                format!(
+                    "`git worktree add` of `{}` failed: {msg}; record {id} stays planned and the command did not run: `lease reap --apply` finishes it once this exec has exited",
+                    wt.display()
+                ),
+            ));
+        }
         Err(e) => {
             abandon(reg, id, &e.to_string());
             return Err(e);

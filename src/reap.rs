@@ -476,8 +476,16 @@ impl Reaper<'_> {
             return Ok(());
         }
         let reason = git::ops::lock_reason(&rec.id, self.reg.root().path());
+        let locked_file = crate::retire::linked_admin(repo, &path).map(|a| a.join("locked"));
         let added = self.reg.update(&rec.id, |r| {
-            if matches!(r.state, State::Retiring | State::Removed) {
+            // Under the record's lock: a retire that turned it `retiring`
+            // may have taken the lock off; one that refused may have just
+            // put it back.
+            if matches!(r.state, State::Retiring | State::Removed)
+                || locked_file
+                    .as_ref()
+                    .is_none_or(|l| fs::symlink_metadata(l).is_ok())
+            {
                 return Ok(false);
             }
             git::ops::worktree_lock(&rg, repo, &path, &reason)?;
