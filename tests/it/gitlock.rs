@@ -613,3 +613,51 @@ fn reap_in_another_state_root_never_hints_adopting_a_leased_tree() {
         "{next}"
     );
 }
+
+#[test]
+fn repair_takes_lease_s_own_lock_off_and_puts_it_back_when_git_refuses() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let (id, wt) = terminal(&env, &repo, "gone");
+    let admin = admin_dir(&repo, &wt);
+    let reason = lock_of(&repo, &wt).unwrap();
+    fs::remove_dir_all(&wt).unwrap();
+    let before = manifest(&admin);
+    // git refuses the removal and changes nothing: the lock goes back.
+    let git = env.lying_git("echo 'refused by a test' >&2; exit 1");
+    let o = env
+        .lease()
+        .env("LEASE_GIT", &git)
+        .args(["repair", "--json", wt.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_code(&o, 1);
+    assert!(stdout(&o).contains("git-failed"), "{}", stdout(&o));
+    assert_eq!(
+        manifest(&admin),
+        before,
+        "the admin directory, `locked` included"
+    );
+    assert_eq!(env.record_of(&id)["state"], "terminal");
+    // Another lease's lock on it: refused as that lease's.
+    let other = reason.replace(&id, &"0".repeat(32));
+    fs::write(admin.join("locked"), format!("{other}\n")).unwrap();
+    let o = env
+        .lease()
+        .args(["repair", "--json", wt.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_code(&o, 1);
+    assert!(stdout(&o).contains("leased-elsewhere"), "{}", stdout(&o));
+    assert!(admin.is_dir());
+    // Its own lock back, repair goes through.
+    fs::write(admin.join("locked"), format!("{reason}\n")).unwrap();
+    let o = env
+        .lease()
+        .args(["repair", wt.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+    assert!(!admin.exists());
+    assert_eq!(env.record_of(&id)["state"], "removed");
+}
