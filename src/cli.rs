@@ -154,6 +154,9 @@ enum Cmd {
         /// After a removal, delete the task branch if its tip is durable or archived and it is checked out nowhere (kept otherwise, exit 1).
         #[arg(long)]
         delete_branch: bool,
+        /// Confirm the trusted remote's branches first, by URL: fetch them into its tracking refs (a dry run only lists them with ls-remote); commits on them count as durable in this retire.
+        #[arg(long)]
+        fetch: bool,
         /// Print the report as JSON.
         #[arg(long)]
         json: bool,
@@ -429,12 +432,16 @@ pub fn run() -> ExitCode {
             all,
             dry_run,
             delete_branch,
+            fetch,
             json,
             ..
         } => finish({
             // The archive mode comes from the policy, which joined `--archive`.
-            let engine =
-                |reg, git| Engine::new(reg, git, dry_run).with_delete_branch(delete_branch);
+            let engine = |reg, git| {
+                Engine::new(reg, git, dry_run)
+                    .with_delete_branch(delete_branch)
+                    .with_fetch(fetch)
+            };
             retire(&targets, all, dry_run, engine, json)
         }),
         Cmd::List { json } => finish(list(json)),

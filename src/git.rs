@@ -25,16 +25,19 @@ pub mod ops;
 pub const MIN_GIT: (u32, u32) = (2, 36);
 
 /// Settings that would let repository config run a program during lease's
-/// own git calls (research/crates.md §3, reliability.md V6 and V15).
+/// own git calls (research/crates.md §3, reliability.md V6 and V15; every
+/// program-valued key of git 2.47 and why it is or is not reachable:
+/// docs/sanitized-git.md).
 const OVERRIDES: &[&str] = &[
     "core.fsmonitor=false",
     "core.hooksPath=/dev/null",
     "core.pager=cat",
     "diff.external=",
-    "core.sshCommand=false",
     "credential.helper=",
+    "credential.interactive=false",
     "core.askPass=",
     "core.editor=false",
+    "sequence.editor=false",
     "gc.auto=0",
     "maintenance.auto=false",
     "status.showUntrackedFiles=all",
@@ -49,12 +52,114 @@ const OVERRIDES: &[&str] = &[
     "core.untrackedCache=false",
     // log.showSignature makes `reflog show` run gpg.program.
     "log.showSignature=false",
+    // A fetch (and the far side of a push) lists an alternate's refs with
+    // this command when the repository has alternates; empty turns it off
+    // without running anything (measured, git 2.47).
+    "core.alternateRefsCommand=",
+    // A fetch first downloads bundles from this URI (or from ones the
+    // server advertises): no repository-chosen download.
+    "fetch.bundleURI=",
+    "transfer.bundleURI=false",
+    "submodule.recurse=false",
+    "fetch.recurseSubmodules=false",
+    "push.recurseSubmodules=no",
+    // OpenSSH option syntax for the ssh lease passes (`Git::ssh_command`).
+    "ssh.variant=ssh",
     "protocol.allow=never",
-    "protocol.file.allow=always",
 ];
 
-/// Environment variables a sanitized git keeps from lease's own environment.
-const KEEP_ENV: &[&str] = &["PATH", "HOME", "TMPDIR"];
+/// The transports a sanitized git may use, as `GIT_ALLOW_PROTOCOL`, which
+/// overrides every `protocol.*.allow` key of any config (git(1)): a
+/// repository's `protocol.ext.allow=always` beats a `-c protocol.allow=never`
+/// (measured), and an `ext::` or `<helper>::` URL would run a program.
+/// `git://` is left out: `core.gitProxy` would choose its program.
+pub const ALLOWED_PROTOCOLS: &str = "file:https:http:ssh";
+
+/// The far side of a push or fetch to a local-path or `file://` remote is a
+/// `receive-pack` or `upload-pack` that git starts on this machine and
+/// that reads *that* repository's config: its hooks, its
+/// `core.alternateRefsCommand`, its auto gc. lease names this sanitized
+/// git as the far side instead (`--receive-pack`/`--upload-pack`).
+const FAR_SIDE: &[&str] = &[
+    "core.hooksPath=/dev/null",
+    "core.fsmonitor=false",
+    "core.alternateRefsCommand=",
+    "receive.autogc=false",
+    "gc.auto=0",
+    "maintenance.auto=false",
+    "receive.denyCurrentBranch=refuse",
+    "transfer.bundleURI=false",
+    "uploadpack.advertiseBundleURIs=false",
+];
+
+/// Environment variables a sanitized git keeps from lease's own
+/// environment: the search path, home and temp dir, and what the user's
+/// ssh and https need to reach a remote (the ssh agent, proxies).
+const KEEP_ENV: &[&str] = &[
+    "PATH",
+    "HOME",
+    "TMPDIR",
+    "SSH_AUTH_SOCK",
+    "http_proxy",
+    "https_proxy",
+    "HTTPS_PROXY",
+    "all_proxy",
+    "ALL_PROXY",
+    "no_proxy",
+    "NO_PROXY",
+];
+
+/// How git reaches a remote URL, by git's own rules (transport.c
+/// `transport_get`, connect.c `url_is_local_not_ssh`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transport {
+    /// A path or `file://`: the far side runs here, as this user.
+    Local,
+    /// `ssh://`, `git+ssh://`, `ssh+git://` or scp-like `[user@]host:path`.
+    Ssh,
+    /// `http://` or `https://` (git's curl helper).
+    Http,
+    /// Anything else (`git://`, `<helper>::`, `ftp://`): refused by
+    /// [`ALLOWED_PROTOCOLS`].
+    Other,
+}
+
+/// Classifies `url` as git would.
+pub fn transport_of(url: &str) -> Transport {
+    let scheme_end = url
+        .char_indices()
+        .take_while(|(i, c)| {
+            c.is_ascii_alphabetic() || (*i > 0 && matches!(c, '0'..='9' | '+' | '-' | '.'))
+        })
+        .last()
+        .map(|(i, c)| i + c.len_utf8());
+    if let Some(end) = scheme_end {
+        let (scheme, rest) = url.split_at(end);
+        if rest.starts_with("::") {
+            return Transport::Other;
+        }
+        if rest.starts_with("://") {
+            return match scheme.to_ascii_lowercase().as_str() {
+                "file" => Transport::Local,
+                "ssh" | "git+ssh" | "ssh+git" => Transport::Ssh,
+                "http" | "https" => Transport::Http,
+                _ => Transport::Other,
+            };
+        }
+    }
+    let colon = url.find(':');
+    let slash = url.find('/');
+    match (colon, slash) {
+        (None, _) => Transport::Local,
+        (Some(c), Some(s)) if s < c => Transport::Local,
+        _ => Transport::Ssh,
+    }
+}
+
+/// Quotes `s` for a POSIX shell: single quotes, each `'` as `'\''`.
+pub fn shell_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "'\\''"))
+}
 
 /// A resolved git binary.
 #[derive(Debug, Clone)]
@@ -138,6 +243,46 @@ impl Git {
         &self.bin
     }
 
+    /// The ssh every sanitized git uses, whatever `core.sshCommand` the
+    /// repository sets: the user's own `ssh` (the first on `PATH`,
+    /// reading their `~/.ssh/config` and agent), with `BatchMode=yes` so it
+    /// never prompts; `false` when there is no ssh.
+    pub fn ssh_command(&self) -> String {
+        match find_program(&std::env::var_os("PATH").unwrap_or_default(), "ssh") {
+            Some(p) => format!("{} -o BatchMode=yes", shell_quote(&p.to_string_lossy())),
+            None => "false".to_string(),
+        }
+    }
+
+    /// The `--receive-pack` or `--upload-pack` value (`service` is
+    /// `receive-pack` or `upload-pack`) for a transport to `url`: for a
+    /// local remote, this git with hooks, `core.alternateRefsCommand`
+    /// and auto gc off ([`FAR_SIDE`]); for ssh, the server's own
+    /// `git-<service>` (a server's hooks are its policy, and hosts accept
+    /// no other command); over http the option is not used.
+    ///
+    /// The far side of a local transport inherits the sanitized
+    /// environment of the near side minus git's `local_repo_env`
+    /// (environment.c: `GIT_DIR`, `GIT_CONFIG_PARAMETERS`,
+    /// `GIT_CONFIG_COUNT`, ... are cleared): `PATH`, `HOME`, `TMPDIR`,
+    /// `LC_ALL=C`, `GIT_CONFIG_NOSYSTEM=1`, `GIT_CONFIG_GLOBAL=/dev/null`,
+    /// `GIT_ALLOW_PROTOCOL`, `GIT_NO_REPLACE_OBJECTS=1`,
+    /// `GIT_TERMINAL_PROMPT=0`, and git's `GIT_PROTOCOL`. So it reads that
+    /// repository's own config only, with [`FAR_SIDE`] on top.
+    pub fn far_side(&self, url: &str, service: &str) -> String {
+        if transport_of(url) != Transport::Local {
+            return format!("git-{service}");
+        }
+        let mut cmd = shell_quote(&self.bin.to_string_lossy());
+        for o in FAR_SIDE {
+            cmd.push_str(" -c ");
+            cmd.push_str(&shell_quote(o));
+        }
+        cmd.push(' ');
+        cmd.push_str(service);
+        cmd
+    }
+
     /// What `git --version` printed (runs it if nothing has yet; empty if
     /// it failed).
     pub fn version(&self) -> &str {
@@ -157,6 +302,7 @@ impl Git {
             .env("GIT_CONFIG_GLOBAL", "/dev/null")
             .env("GIT_NO_REPLACE_OBJECTS", "1")
             .env("GIT_TERMINAL_PROMPT", "0")
+            .env("GIT_ALLOW_PROTOCOL", ALLOWED_PROTOCOLS)
             .stdin(Stdio::null());
         if let Some(d) = dir {
             c.current_dir(d);
@@ -216,10 +362,14 @@ impl Git {
     fn sanitized(&self, dir: Option<&Path>, filters: &[Vec<u8>], trusted: &[TrustedFilter]) -> Cmd {
         let mut c = self.raw(dir);
         // Replace refs can fake "already pushed" (research/crates.md §3).
-        c.args(["--no-optional-locks", "--no-replace-objects"]);
+        c.args(["--no-pager", "--no-optional-locks", "--no-replace-objects"]);
         for o in OVERRIDES {
             c.arg("-c").arg(o);
         }
+        // Not shown in error messages: lease's own setting, not the command.
+        c.inner
+            .arg("-c")
+            .arg(format!("core.sshCommand={}", self.ssh_command()));
         let mut n = 0;
         let mut set = |d: &[u8], key: &str, value: &[u8]| {
             let mut k = b"filter.".to_vec();
@@ -464,9 +614,10 @@ impl RepoGit {
         Ok(url)
     }
 
-    /// `git ls-remote` by URL with `--upload-pack=git-upload-pack` (SPEC
+    /// `git ls-remote` by URL with an explicit `--upload-pack` (SPEC
     /// "durable": a repo-configured `uploadpack` cannot be overridden with
-    /// `-c`), returning `(oid, ref)` pairs. `patterns` are passed as they
+    /// `-c`; for a local remote, the sanitized far side of
+    /// [`Git::far_side`]), returning `(oid, ref)` pairs. `patterns` are passed as they
     /// are (git matches them against the ends of ref names).
     pub fn ls_remote(
         &self,
@@ -476,7 +627,12 @@ impl RepoGit {
     ) -> Result<Vec<(String, String)>> {
         let out = self
             .cmd(dir)
-            .args(["ls-remote", "--upload-pack=git-upload-pack", "--"])
+            .arg("ls-remote")
+            .arg(format!(
+                "--upload-pack={}",
+                self.git.far_side(url, "upload-pack")
+            ))
+            .arg("--")
             .arg(url)
             .args(patterns)
             .run()?;
@@ -716,6 +872,14 @@ fn find_git_in(path: &OsStr, own_dir: Option<&Path>) -> Option<PathBuf> {
         .filter(|d| d.is_absolute() && Some(d.as_path()) != own_dir)
         .map(|d| d.join("git"))
         .find(|p| is_executable(p) && !is_lease_shim(p))
+}
+
+/// The first executable `name` in the absolute directories of `path`.
+fn find_program(path: &OsStr, name: &str) -> Option<PathBuf> {
+    std::env::split_paths(path)
+        .filter(|d| d.is_absolute())
+        .map(|d| d.join(name))
+        .find(|p| is_executable(p))
 }
 
 fn is_executable(p: &Path) -> bool {
@@ -1280,6 +1444,55 @@ global\0file:/h/.gitconfig\0filter.lfs.smudge\ngit-lfs smudge -- %f\0";
                 (b"c\nd".to_vec(), b"x=y".to_vec())
             ]
         );
+    }
+
+    #[test]
+    fn transports_are_classified_as_git_does() {
+        use Transport::*;
+        for (url, want) in [
+            ("/srv/r.git", Local),
+            ("../r.git", Local),
+            ("r.git", Local),
+            ("./a:b", Local),
+            ("file:///srv/r.git", Local),
+            ("FILE:///srv/r.git", Local),
+            ("ssh://git@host/r.git", Ssh),
+            ("git+ssh://host/r", Ssh),
+            ("git@host:r.git", Ssh),
+            ("host:r", Ssh),
+            ("https://host/r.git", Http),
+            ("http://127.0.0.1:9/r", Http),
+            ("git://host/r", Other),
+            ("ext::sh -c touch% x", Other),
+            ("evil::x", Other),
+            ("ftp://host/r", Other),
+        ] {
+            assert_eq!(transport_of(url), want, "{url}");
+        }
+    }
+
+    #[test]
+    fn the_far_side_of_a_local_remote_is_sanitized() {
+        let git = Git {
+            bin: PathBuf::from("/opt/it's/git"),
+            version: Arc::new(OnceLock::new()),
+        };
+        let far = git.far_side("/srv/r.git", "receive-pack");
+        assert!(
+            far.starts_with("'/opt/it'\\''s/git' -c 'core.hooksPath=/dev/null'"),
+            "{far}"
+        );
+        assert!(far.ends_with(" receive-pack") && far.contains("'receive.autogc=false'"));
+        assert_eq!(git.far_side("git@h:r", "upload-pack"), "git-upload-pack");
+        assert_eq!(
+            git.far_side("https://h/r", "receive-pack"),
+            "git-receive-pack"
+        );
+        let sh = std::process::Command::new("sh")
+            .args(["-c", &format!("printf %s {}", shell_quote("a'b c"))])
+            .output()
+            .unwrap();
+        assert_eq!(sh.stdout, b"a'b c");
     }
 
     #[test]

@@ -371,9 +371,12 @@ pub fn restore(req: &RestoreRequest) -> Result<RestoreReport> {
             "--no-tags",
             "--no-write-fetch-head",
             "--no-recurse-submodules",
-            "--upload-pack=git-upload-pack",
-            "--",
         ])
+        .arg(format!(
+            "--upload-pack={}",
+            rg.git().far_side(&source, "upload-pack")
+        ))
+        .arg("--")
         .arg(&source)
         .arg(format!("{head}:{fetched}"))
         .run()?;

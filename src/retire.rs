@@ -107,6 +107,8 @@ pub struct Engine {
     archive_mode: ArchiveMode,
     /// `--delete-branch`: delete the task branch after a removal, with proof.
     delete_branch: bool,
+    /// `--fetch`: confirm the trusted remote's branches during this retire.
+    fetch: bool,
 }
 
 /// Everything the later gates need once gates 1 to 3 passed.
@@ -142,7 +144,78 @@ impl Engine {
             rebuildable: crate::policy::current().rebuildable_bytes(),
             archive_mode: crate::policy::current().archive.value,
             delete_branch: false,
+            fetch: false,
         }
+    }
+
+    /// Asks each retire to confirm the trusted remote's branches first
+    /// (`retire --fetch`, SPEC "Words: durable"): their tips count as
+    /// durable. A real retire fetches them into the tracking refs; a dry
+    /// run only reads them (`git ls-remote`).
+    pub fn with_fetch(mut self, fetch: bool) -> Engine {
+        self.fetch = fetch;
+        self
+    }
+
+    /// `--fetch`: lists the trusted remote's branches by URL (`git
+    /// ls-remote`, the far side sanitized for a local remote), and unless
+    /// this is a dry run fetches them into its tracking refs
+    /// (`+refs/heads/*:refs/remotes/<remote>/*`: no tags, no prune, no
+    /// submodules, objects checked with `transfer.fsckObjects`). Returns
+    /// the listed tips this repository has: their value on the remote was
+    /// confirmed during this retire, so what they reach is durable. A
+    /// tracking ref the remote no longer lists proves nothing, and is not
+    /// pruned. No trusted remote: nothing is confirmed.
+    fn confirm_remote(&self, held: &Held) -> Result<Vec<String>> {
+        let common = Path::new(&held.rec.repo);
+        let rg = &held.rg;
+        let Some(remote) = trusted_remote(rg, common, held.rec.branch.as_deref())? else {
+            return Ok(Vec::new());
+        };
+        let url = rg.remote_url(common, &remote)?;
+        let listed = rg.ls_remote(common, &url, &[])?;
+        if !self.dry_run {
+            rg.cmd(common)
+                .args([
+                    "-c",
+                    "transfer.fsckObjects=true",
+                    "fetch",
+                    "--no-tags",
+                    "--no-prune",
+                    "--no-write-fetch-head",
+                    "--no-recurse-submodules",
+                ])
+                .arg(format!(
+                    "--upload-pack={}",
+                    rg.git().far_side(&url, "upload-pack")
+                ))
+                .arg("--")
+                .arg(&url)
+                .arg(format!("+refs/heads/*:refs/remotes/{remote}/*"))
+                .run()?;
+        }
+        let mut input = Vec::new();
+        let mut tips: Vec<String> = Vec::new();
+        for (oid, name) in listed {
+            if name.starts_with("refs/heads/") && !tips.contains(&oid) {
+                input.extend_from_slice(format!("{oid}\n").as_bytes());
+                tips.push(oid);
+            }
+        }
+        if tips.is_empty() {
+            return Ok(tips);
+        }
+        // `<oid> commit <size>` for each commit present, `<oid> missing` else.
+        let out = rg
+            .cmd(common)
+            .args(["cat-file", "--batch-check=%(objectname) %(objecttype)"])
+            .input(input)
+            .run()?;
+        Ok(String::from_utf8_lossy(&out)
+            .lines()
+            .filter_map(|l| l.strip_suffix(" commit"))
+            .map(str::to_string)
+            .collect())
     }
 
     /// The drivers named by config `trusted_filters` that the user's own
@@ -273,6 +346,12 @@ impl Engine {
         let reach = self.probe_reachability(&held)?;
         tracing::debug!(id = %held.rec.id, unique_commits = reach.unique.len(), "gates 4-6 passed: processes, tree, reachability");
         report.unique_commits = reach.unique.len() as u64;
+        if self.dry_run && !reach.unique.is_empty() && self.archive_mode.remote() {
+            // Never promise a removal the push would not allow.
+            if let Err(h) = self.check_push(&held.rg, &held.rec, &reach) {
+                return Ok(Err(vec![h]));
+            }
+        }
         if self.dry_run {
             report.disposition = Disposition::WouldRemove;
             if !held.rebuildable.is_empty() {
@@ -299,6 +378,12 @@ impl Engine {
                     reach.unique.len()
                 )
             });
+            if reach.confirmed > 0 {
+                report.detail.push(format!(
+                    "{} branch tip(s) of the trusted remote confirmed with ls-remote (--fetch)",
+                    reach.confirmed
+                ));
+            }
             if self.delete_branch {
                 report.detail.push(
                     "would then delete the task branch if its tip is proven and checked out nowhere"
@@ -728,6 +813,12 @@ impl Engine {
     /// commits reachable from the tips but not from the durable ref.
     fn probe_reachability(&self, held: &Held) -> Result<Reach> {
         let (rg, wt, rec) = (&held.rg, held.wt.as_path(), &held.rec);
+        // Before anything reads the tracking refs: `--fetch` updates them.
+        let confirmed = if self.fetch {
+            self.confirm_remote(held)?
+        } else {
+            Vec::new()
+        };
         let reader = crate::reader::Reader::open(Path::new(&rec.repo));
         let head = self.head(held)?;
         // The in-process reader answers for `origin` only: when config names
@@ -803,7 +894,11 @@ impl Engine {
             if revs.is_empty() {
                 return Ok(Vec::new());
             }
-            let hide: Vec<String> = durable.iter().map(|(_, d)| d.clone()).collect();
+            let hide: Vec<String> = durable
+                .iter()
+                .map(|(_, d)| d.clone())
+                .chain(confirmed.iter().cloned())
+                .collect();
             if let Some(v) = reader
                 .as_ref()
                 .and_then(|r| r.not_reachable(revs, &hide, shared_too))
@@ -823,6 +918,7 @@ impl Engine {
             if let Some((_, d)) = &durable {
                 c.arg(d);
             }
+            c.args(&confirmed);
             if shared_too {
                 c.args(["--branches", "--tags", "--remotes", "--glob=refs/stash"]);
             }
@@ -848,6 +944,7 @@ impl Engine {
             remote,
             tips: kept,
             unique,
+            confirmed: confirmed.len(),
         })
     }
 
@@ -1018,6 +1115,7 @@ impl Engine {
                 "head": reach.head,
                 "durable": reach.durable.as_ref().map(|(r, o)| serde_json::json!({"ref": r, "oid": o})),
                 "unique_commits": reach.unique.len(),
+                "confirmed_remote_tips": reach.confirmed,
                 "rebuildable_deleted": held.rebuildable.iter().map(|p| crate::report::lossless(p)).collect::<Vec<_>>(),
                 "archive": held.rec.archive.as_ref().map(|a| a.location.clone()),
                 "archival_refs": report.archive.as_ref().and_then(|a| a.remote.as_ref()).map(|r| serde_json::json!({"url": r.url, "refs": r.refs})),
@@ -1165,6 +1263,8 @@ struct Reach {
     /// Bundle ref name and commit, one per non-durable tip.
     tips: Vec<(String, String)>,
     unique: Vec<String>,
+    /// How many branch tips of the trusted remote `--fetch` confirmed.
+    confirmed: usize,
 }
 
 /// Returns the admin directory if `<wt>/.git` is a regular file naming

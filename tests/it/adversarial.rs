@@ -1292,25 +1292,145 @@ fn c14_archive_directory_bind_mounted_inside_the_tree() {
     snap.assert_held_unchanged(&fx.env, &fx.repo, "archive-inside-tree");
 }
 
+/// Arms every program-valued key of docs/sanitized-git.md that the fixture
+/// does not already set, in the repository and in its local bare remote
+/// (the far side of a local push or fetch reads its own config), with an
+/// alternate object store on both sides so `core.alternateRefsCommand` is
+/// consulted. Clears the sentinel log.
+fn arm_everything(fx: &Fx) {
+    let tool = fx.env.root.join("tool").to_str().unwrap().to_string();
+    let remote = fx.env.root.join("remote.git");
+    let alt = fx.env.root.join("alt.git");
+    fx.env.git(
+        &fx.env.root,
+        &["init", "-q", "--bare", alt.to_str().unwrap()],
+    );
+    for dir in [fx.repo.join(".git"), remote.clone()] {
+        fs::write(
+            dir.join("objects/info/alternates"),
+            format!("{}\n", alt.join("objects").display()),
+        )
+        .unwrap();
+    }
+    let url = remote.to_str().unwrap();
+    for (k, v) in [
+        ("core.alternateRefsCommand", tool.clone()),
+        ("core.editor", tool.clone()),
+        ("sequence.editor", tool.clone()),
+        ("core.gitProxy", tool.clone()),
+        ("gpg.program", tool.clone()),
+        ("gpg.ssh.program", tool.clone()),
+        ("gpg.x509.program", tool.clone()),
+        ("diff.evil.command", tool.clone()),
+        ("merge.evil.driver", tool.clone()),
+        ("gc.recentObjectsHook", tool.clone()),
+        ("remote.origin.receivepack", tool.clone()),
+        ("remote.origin.uploadpack", tool.clone()),
+        (&format!("credential.{url}.helper"), format!("!{tool}")),
+        ("hook.sentinel.command", tool.clone()),
+        ("hook.sentinel.event", "reference-transaction".into()),
+        ("protocol.ext.allow", "always".into()),
+        ("submodule.recurse", "true".into()),
+    ] {
+        fx.env.git(&fx.repo, &["config", k, &v]);
+    }
+    let hooks = remote.join("hooks");
+    fs::create_dir_all(&hooks).unwrap();
+    for h in [
+        "pre-receive",
+        "update",
+        "post-receive",
+        "post-update",
+        "reference-transaction",
+        "push-to-checkout",
+        "pre-auto-gc",
+    ] {
+        fs::write(
+            hooks.join(h),
+            format!(
+                "#!/bin/sh\necho \"far hook {h}\" >> '{}'\n",
+                fx.log.display()
+            ),
+        )
+        .unwrap();
+        fs::set_permissions(hooks.join(h), fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    for (k, v) in [
+        ("core.alternateRefsCommand", tool.as_str()),
+        ("core.fsmonitor", tool.as_str()),
+        ("uploadpack.packObjectsHook", tool.as_str()),
+        ("receive.autogc", "true"),
+        ("gc.auto", "1"),
+        ("hook.sentinel.command", tool.as_str()),
+        ("hook.sentinel.event", "pre-receive"),
+    ] {
+        fx.env.git(&remote, &["config", k, v]);
+    }
+    let _ = fs::remove_file(&fx.log);
+}
+
+/// Every lease command that runs git, with every program-valued key of
+/// docs/sanitized-git.md armed in the repository and in its local bare
+/// remote (whose `receive-pack`/`upload-pack` run here): no sentinel may
+/// run, on either side of a push or fetch (knock-outs K1, K43, K44).
 #[test]
 fn c15_no_repository_configured_program_runs_in_any_command() {
     let fx = Fx::new();
     let (id, _) = fx.worktree("echo w > w && git add w && git commit -qm w");
+    let (arch, _) =
+        fx.worktree("git checkout -q --detach && echo a > a && git add a && git commit -qm a");
+    let (fetched, _) = fx.worktree("true");
+    let (reaped, _) = fx.worktree("true");
+    let ok = |args: &[&str]| {
+        let o = fx.env.lease().args(args).output().unwrap();
+        assert!(
+            o.status.code().is_some_and(|c| c <= 1),
+            "{args:?}: {}{}",
+            stdout(&o),
+            stderr(&o)
+        );
+        fx.assert_clean();
+        o
+    };
     for args in [
         vec!["list"],
         vec!["list", "--json"],
         vec!["show", &id[..8]],
         vec!["retire", "--dry-run", &id],
     ] {
-        let o = fx.env.lease().args(&args).output().unwrap();
-        assert!(
-            o.status.code().is_some_and(|c| c <= 1),
-            "{args:?}: {}",
-            stderr(&o)
-        );
-        fx.assert_clean();
+        ok(&args);
     }
     fx.remove(&id);
+    arm_everything(&fx);
+    let short = &arch[..8];
+    for args in [
+        vec!["list", "--json"],
+        vec!["show", short],
+        vec!["retire", "--dry-run", "--archive", "remote", &arch],
+        vec!["retire", "--dry-run", "--fetch", &fetched],
+        vec!["retire", "--archive", "remote", "--json", &arch],
+        vec!["archives"],
+        vec!["archive", "verify", short],
+        vec!["restore", short],
+        vec!["retire", "--fetch", "--json", &fetched],
+        vec!["hold", &reaped[..8], "--reason", "r"],
+        vec!["release", &reaped[..8]],
+        vec!["reap"],
+        vec!["reap", "--apply"],
+        vec!["archive", "drop", short, "--unreachable-ok"],
+        vec!["metrics"],
+    ] {
+        ok(&args);
+    }
+    for id in [&arch, &fetched, &reaped] {
+        assert_eq!(fx.env.record_of(id)["state"], "removed", "{id}");
+    }
+    let remote = fx.env.root.join("remote.git");
+    assert_eq!(
+        fx.env.git(&remote, &["for-each-ref", "refs/lease/"]),
+        "",
+        "the archival ref was pushed, read back and dropped"
+    );
 }
 
 #[test]

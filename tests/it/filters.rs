@@ -161,9 +161,7 @@ const LFS_USER_CONFIG: &str = "[filter \"lfs\"]\n\tclean = git-lfs clean -- %f\n
 fn lfs_missing() -> bool {
     let found = Command::new("git-lfs").arg("version").output().is_ok();
     if !found {
-        eprintln!(
-            "SKIPPED: git-lfs is not installed (Debian package git-lfs; .ci/run installs it)"
-        );
+        skip("git-lfs is not installed (Debian package git-lfs; .ci/run installs it)");
     }
     !found
 }

@@ -27,6 +27,7 @@ mod reap;
 mod restore;
 mod retire;
 mod shim;
+mod transport;
 mod world;
 
 /// Every `.rs` file in tests/it is declared above (jj's runner.rs check).
