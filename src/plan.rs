@@ -133,6 +133,9 @@ impl HoldReason {
                 "push the branch (or merge it) first; `git branch -D` it yourself if it is truly unwanted"
             }
             BranchCheckedOut => "the branch is checked out in another worktree; it was kept",
+            RepoConfigExecutes => {
+                "remove the repository config key named in the detail, or do that step by hand"
+            }
             FilterUnverifiable => {
                 "add the config line in the detail to your lease config to let lease run that filter as your git config defines it, or commit the change"
             }

@@ -599,6 +599,9 @@ impl Engine {
     /// git's view (changes, untracked, ignored, hidden index edits,
     /// operations in progress). Keeps the walk in `held` for later gates.
     fn probe_tree(&self, held: &mut Held) -> Result<Result<(), Vec<Hold>>> {
+        if let Some(h) = self.lfs_extensions(&held.rg, &held.wt)? {
+            return Ok(Err(vec![h]));
+        }
         held.inventory = crate::safety::inventory(&held.top);
         let listed = held
             .rg
@@ -618,6 +621,56 @@ impl Engine {
         )?;
         held.rebuildable = content.rebuildable_ignored();
         Ok(plan::gate_content(&content))
+    }
+
+    /// `repo-config-executes` when a trusted driver runs git-lfs and the
+    /// repository's config (or the worktree's) sets `lfs.extension.*`:
+    /// git-lfs runs an extension's `clean` command inside its own clean
+    /// filter (measured, git-lfs 3.3), a program the repository chose that
+    /// lease's git config cannot switch off for git-lfs.
+    fn lfs_extensions(&self, rg: &RepoGit, wt: &Path) -> Result<Option<Hold>> {
+        let runs_lfs = rg.trusted().iter().any(|t| {
+            t.driver == "lfs"
+                || [&t.clean, &t.process]
+                    .iter()
+                    .any(|c| c.as_deref().is_some_and(|c| c.contains("git-lfs")))
+        });
+        if !runs_lfs {
+            return Ok(None);
+        }
+        let out = rg
+            .cmd(wt)
+            .args([
+                "config",
+                "-z",
+                "--name-only",
+                "--get-regexp",
+                r"^lfs\.extension\.",
+            ])
+            .output()?;
+        if !out.ok && out.code != Some(1) {
+            return Err(out.error());
+        }
+        let keys: Vec<String> = out
+            .stdout
+            .split(|&b| b == 0)
+            .filter(|k| !k.is_empty())
+            .map(|k| String::from_utf8_lossy(k).into_owned())
+            .collect();
+        let Some(first) = keys.first() else {
+            return Ok(None);
+        };
+        let section = first
+            .rsplit_once('.')
+            .map_or(first.as_str(), |(s, _)| s)
+            .to_string();
+        Ok(Some(Hold::new(
+            HoldReason::RepoConfigExecutes,
+            format!(
+                "the repository's config sets `{}`: git-lfs runs lfs.extension programs inside the trusted `lfs` filter, and lease cannot switch them off; remove them (`git config --remove-section {section}`) or drop `lfs` from trusted_filters",
+                keys.join("`, `")
+            ),
+        )))
     }
 
     /// Gathers gate 2's evidence; also returns the admin directory when the

@@ -208,9 +208,28 @@ fn lfs_worktree_retires_only_with_trusted_lfs_and_an_edit_stays_dirty() {
     let v = fx.refuse(&id, &["lfs"], "dirty");
     assert_eq!(v["targets"][0]["filters"][0]["driver"], "lfs");
 
-    // Trusted and clean: retires, and says what it ran.
+    // Trusted and clean, but the repository's config adds an LFS extension,
+    // a program git-lfs would run inside its clean filter: held.
     fs::write(wt.join("a.bin"), &content).unwrap();
     restat(&wt.join("a.bin"));
+    let ext = fx.env.root.join("repo-filter");
+    let ext = format!("{} %f", ext.display());
+    for (k, v) in [
+        ("lfs.extension.evil.clean", ext.as_str()),
+        ("lfs.extension.evil.smudge", ext.as_str()),
+        ("lfs.extension.evil.priority", "0"),
+    ] {
+        fx.env.git(&fx.repo, &["config", k, v]);
+    }
+    let v = fx.refuse(&id, &["lfs"], "repo-config-executes");
+    let detail = v["targets"][0]["detail"][0].as_str().unwrap();
+    assert!(detail.contains("lfs.extension.evil.clean"), "{detail}");
+    fx.env.git(
+        &fx.repo,
+        &["config", "--remove-section", "lfs.extension.evil"],
+    );
+
+    // Trusted and clean: retires, and says what it ran.
     let o = fx.retire(&id, &["lfs"]);
     assert_code(&o, 0);
     fx.assert_no_repo_filter_ran();
