@@ -927,7 +927,7 @@ _lease() {
             return 0
             ;;
         lease__subcmd__retire)
-            opts="-v -q -h --all --dry-run --rebuildable --archive --delete-branch --json --verbose --quiet --log-format --config --help"
+            opts="-v -q -h --all --dry-run --rebuildable --archive --delete-branch --fetch --json --verbose --quiet --log-format --config --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

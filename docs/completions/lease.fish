@@ -76,6 +76,7 @@ complete -c lease -n "__fish_lease_using_subcommand retire" -l config -d 'Config
 complete -c lease -n "__fish_lease_using_subcommand retire" -l all -d 'Every terminal or interrupted record'
 complete -c lease -n "__fish_lease_using_subcommand retire" -l dry-run -d 'Say what would happen; change nothing, take no lock'
 complete -c lease -n "__fish_lease_using_subcommand retire" -l delete-branch -d 'After a removal, delete the task branch if its tip is durable or archived and it is checked out nowhere (kept otherwise, exit 1)'
+complete -c lease -n "__fish_lease_using_subcommand retire" -l fetch -d 'Confirm the trusted remote\'s branches first, by URL: fetch them into its tracking refs (a dry run only lists them with ls-remote); commits on them count as durable in this retire'
 complete -c lease -n "__fish_lease_using_subcommand retire" -l json -d 'Print the report as JSON'
 complete -c lease -n "__fish_lease_using_subcommand retire" -s v -l verbose -d 'Log more to stderr (-v info, -vv debug, -vvv trace; default warn)'
 complete -c lease -n "__fish_lease_using_subcommand retire" -s q -l quiet -d 'Log less to stderr (-q errors only, -qq nothing)'
