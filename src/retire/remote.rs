@@ -237,6 +237,7 @@ pub(crate) fn archival_ref(id: &str, name: &str) -> String {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
