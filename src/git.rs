@@ -52,10 +52,6 @@ const OVERRIDES: &[&str] = &[
     "core.untrackedCache=false",
     // log.showSignature makes `reflog show` run gpg.program.
     "log.showSignature=false",
-    // A fetch (and the far side of a push) lists an alternate's refs with
-    // this command when the repository has alternates; empty turns it off
-    // without running anything (measured, git 2.47).
-    "core.alternateRefsCommand=",
     // A fetch first downloads bundles from this URI (or from ones the
     // server advertises): no repository-chosen download.
     "fetch.bundleURI=",
@@ -79,11 +75,11 @@ pub const ALLOWED_PROTOCOLS: &str = "file:https:http:ssh";
 /// `receive-pack` or `upload-pack` that git starts on this machine and
 /// that reads *that* repository's config: its hooks, its
 /// `core.alternateRefsCommand`, its auto gc. lease names this sanitized
-/// git as the far side instead (`--receive-pack`/`--upload-pack`).
+/// git as the far side instead (`--receive-pack`/`--upload-pack`), with
+/// these settings and [`Git::alternate_refs_command`].
 const FAR_SIDE: &[&str] = &[
     "core.hooksPath=/dev/null",
     "core.fsmonitor=false",
-    "core.alternateRefsCommand=",
     "receive.autogc=false",
     "gc.auto=0",
     "maintenance.auto=false",
@@ -254,6 +250,22 @@ impl Git {
         }
     }
 
+    /// `core.alternateRefsCommand=...` as git's own default, run by this
+    /// git: a fetch (and the far side of a push) lists an alternate's refs
+    /// with that command when the repository has `objects/info/alternates`,
+    /// and a repository's config could name any program there. Git runs
+    /// the value with the shell and the alternate's path appended
+    /// (git-config(1)); the default it replaces is `git --git-dir=<path>
+    /// for-each-ref --format=%(objectname)`. (An empty value lists nothing,
+    /// and then a bundle whose prerequisites only an alternate's refs
+    /// connect fails to unbundle: measured with a shallow clone.)
+    pub fn alternate_refs_command(&self) -> String {
+        format!(
+            "core.alternateRefsCommand=f() {{ exec {} -c core.hooksPath=/dev/null -c core.fsmonitor=false --git-dir=\"$1\" for-each-ref '--format=%(objectname)'; }}; f",
+            shell_quote(&self.bin.to_string_lossy())
+        )
+    }
+
     /// The `--receive-pack` or `--upload-pack` value (`service` is
     /// `receive-pack` or `upload-pack`) for a transport to `url`: for a
     /// local remote, this git with hooks, `core.alternateRefsCommand`
@@ -278,6 +290,8 @@ impl Git {
             cmd.push_str(" -c ");
             cmd.push_str(&shell_quote(o));
         }
+        cmd.push_str(" -c ");
+        cmd.push_str(&shell_quote(&self.alternate_refs_command()));
         cmd.push(' ');
         cmd.push_str(service);
         cmd
@@ -366,10 +380,12 @@ impl Git {
         for o in OVERRIDES {
             c.arg("-c").arg(o);
         }
-        // Not shown in error messages: lease's own setting, not the command.
+        // Not shown in error messages: lease's own settings, not the command.
         c.inner
             .arg("-c")
-            .arg(format!("core.sshCommand={}", self.ssh_command()));
+            .arg(format!("core.sshCommand={}", self.ssh_command()))
+            .arg("-c")
+            .arg(self.alternate_refs_command());
         let mut n = 0;
         let mut set = |d: &[u8], key: &str, value: &[u8]| {
             let mut k = b"filter.".to_vec();
@@ -1493,6 +1509,40 @@ global\0file:/h/.gitconfig\0filter.lfs.smudge\ngit-lfs smudge -- %f\0";
             .output()
             .unwrap();
         assert_eq!(sh.stdout, b"a'b c");
+    }
+
+    /// The alternate-refs command lease sets lists what git's default
+    /// would (`for-each-ref --format=%(objectname)` in the alternate),
+    /// run as git runs it: with the shell, the alternate's path appended.
+    #[test]
+    fn alternate_refs_command_lists_the_alternate_s_refs() {
+        let git = Git::resolve().unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let d = tmp.path().join("odd 'dir");
+        std::fs::create_dir(&d).unwrap();
+        git.plain(&d).args(["init", "-q", "--bare"]).run().unwrap();
+        let blob = git
+            .plain(&d)
+            .args(["hash-object", "-w", "--stdin"])
+            .input(b"x".to_vec())
+            .run()
+            .unwrap();
+        let blob = first_line(&blob);
+        git.plain(&d)
+            .args(["update-ref", "refs/tags/t", &blob])
+            .run()
+            .unwrap();
+        let value = git.alternate_refs_command();
+        let cmd = value.strip_prefix("core.alternateRefsCommand=").unwrap();
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!("{cmd} \"$@\""))
+            .arg(cmd)
+            .arg(&d)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        assert_eq!(String::from_utf8(out.stdout).unwrap(), format!("{blob}\n"));
     }
 
     #[test]

@@ -247,10 +247,11 @@ fn archive_remote_rejected_push_holds_and_changes_nothing() {
     let env = TestEnv::new();
     let repo = env.repo();
     let remote = env.root.join("remote.git");
-    let hook = remote.join("hooks/pre-receive");
-    fs::create_dir_all(hook.parent().unwrap()).unwrap();
-    fs::write(&hook, "#!/bin/sh\necho rejected by policy >&2\nexit 1\n").unwrap();
-    fs::set_permissions(&hook, fs::Permissions::from_mode(0o755)).unwrap();
+    // The remote refuses the archival ref: a ref named `refs/lease/archive`
+    // leaves no room for `refs/lease/archive/<id>/head`. (A local remote's
+    // own hooks never run: its far side is lease's sanitized git.)
+    let main = env.git(&remote, &["rev-parse", "refs/heads/main"]);
+    env.git(&remote, &["update-ref", "refs/lease/archive", &main]);
     let (id, wt) = env.kept(&repo, "feat", PRIVATE_WORK);
     let snap = Snapshot::take(&env, &repo, &id);
     let o = env
@@ -260,11 +261,14 @@ fn archive_remote_rejected_push_holds_and_changes_nothing() {
         .unwrap();
     assert_code(&o, 1);
     assert_eq!(reasons(&o), vec!["archive-push-failed"]);
-    assert!(stdout(&o).contains("rejected by policy"), "{}", stdout(&o));
+    assert!(stdout(&o).contains("git push to"), "{}", stdout(&o));
     snap.assert_held_unchanged(&env, &repo, "archive-push-failed");
     assert!(wt.is_dir());
     assert!(env.record_of(&id)["archive"].is_null());
-    assert!(remote_refs(&env, &remote, "refs/lease/").is_empty());
+    assert_eq!(
+        remote_refs(&env, &remote, "refs/lease/"),
+        vec![("refs/lease/archive".to_string(), main)]
+    );
 }
 
 #[test]
@@ -534,22 +538,25 @@ fn archive_remote_readback_of_another_commit_holds() {
     let env = TestEnv::new();
     let repo = env.repo();
     let remote = env.root.join("remote.git");
-    // The remote accepts the push, then moves every pushed ref to its main.
-    let hook = remote.join("hooks/post-receive");
-    fs::create_dir_all(hook.parent().unwrap()).unwrap();
-    fs::write(
-        &hook,
-        "#!/bin/sh\nwhile read old new ref; do git update-ref \"$ref\" refs/heads/main; done\n",
-    )
-    .unwrap();
-    fs::set_permissions(&hook, fs::Permissions::from_mode(0o755)).unwrap();
     let (id, wt) = env.kept(&repo, "feat", PRIVATE_WORK);
     let snap = Snapshot::take(&env, &repo, &id);
-    let o = env
-        .lease()
+    // The remote takes the push; before the readback, its archival ref
+    // moves to another commit (a retire paused right after the push).
+    let fi = env.file("fi-archive-pushed");
+    fs::create_dir_all(&fi).unwrap();
+    let mut c = env.lease();
+    c.env("LEASE_FI_PAUSE", "archive-pushed")
+        .env("LEASE_FI_DIR", &fi)
         .args(["retire", &id, "--archive", "remote", "--json"])
-        .output()
-        .unwrap();
+        .stdout(std::process::Stdio::piped());
+    let bg = Bg(Some(c.spawn().unwrap()));
+    wait_until("pause at archive-pushed", || {
+        fi.join("paused-archive-pushed").exists()
+    });
+    let archival = format!("refs/lease/archive/{id}/head");
+    env.git(&remote, &["update-ref", &archival, "refs/heads/main"]);
+    fs::write(fi.join("resume-archive-pushed"), "").unwrap();
+    let o = bg.wait();
     assert_code(&o, 1);
     assert_eq!(reasons(&o), vec!["archive-push-failed"]);
     assert!(stdout(&o).contains("readback"), "{}", stdout(&o));
