@@ -1,13 +1,15 @@
 //! Transports of the sanitized git (SPEC "Truthful content probes", last
 //! rule; "Words: durable"): no program chosen by repository config runs on
 //! either side of a push or fetch; `--archive remote` reaches a local, an
-//! http (git http-backend served on loopback) and an ssh remote (a fake
-//! `ssh` on PATH that runs the remote command here: no sshd is started);
+//! http (git http-backend served on loopback) and an ssh remote (a real
+//! sshd in inetd mode behind the user's `ProxyCommand`, and a fake `ssh`
+//! on PATH that checks the arguments lease's git passes);
 //! credentials are never asked for, and a dry run promises no removal the
 //! real run cannot make; `retire --fetch` makes a branch merged upstream
 //! durable.
 
 use std::fs;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
@@ -608,5 +610,162 @@ fn retire_fetch_makes_a_branch_merged_upstream_durable() {
         1,
         "{}",
         stdout(&o)
+    );
+}
+
+/// A real OpenSSH server for one test, reached without a port: an ssh
+/// config names `Host lease-test` with a `ProxyCommand` that runs `sshd -i`
+/// (inetd mode: one connection on stdin/stdout), with a host key and an
+/// authorized key made here. OpenSSH reads `~/.ssh/config` from the passwd
+/// entry's home, not `$HOME`, so the user's `ssh` first on PATH is a
+/// wrapper that runs the real one with `-F` that config. As root, sshd
+/// needs its privilege-separation directory, so it runs in a private mount
+/// namespace with a tmpfs on `/run` (`unshare -m`). Returns (host, PATH);
+/// `None` (the test recorded as skipped) where sshd or ssh is missing, or
+/// when not root.
+fn real_sshd(env: &TestEnv) -> Option<(String, String)> {
+    let sshd = Path::new("/usr/sbin/sshd");
+    let ssh = std::env::split_paths(&std::env::var_os("PATH").unwrap())
+        .map(|d| d.join("ssh"))
+        .find(|p| p.is_file());
+    if !is_root() {
+        // sshd (without PAM) refuses a locked account even with a key, and
+        // the ordinary users tests run as have no password ("!" in shadow).
+        skip("needs root: sshd refuses the locked account of an ordinary test user");
+        return None;
+    }
+    let Some(ssh) = ssh.filter(|_| sshd.exists()) else {
+        skip("no OpenSSH server or client (Debian openssh-server; .ci/run installs it)");
+        return None;
+    };
+    if Command::new("ssh-keygen").arg("-?").output().is_err() {
+        skip("no OpenSSH server (Debian openssh-server; .ci/run installs it)");
+        return None;
+    }
+    let dir = env.root.join("sshd");
+    fs::create_dir(&dir).unwrap();
+    for key in ["host", "user"] {
+        let o = env
+            .cmd("ssh-keygen")
+            .args(["-q", "-t", "ed25519", "-N", "", "-f"])
+            .arg(dir.join(key))
+            .output()
+            .unwrap();
+        assert_code(&o, 0);
+    }
+    fs::copy(dir.join("user.pub"), dir.join("authorized_keys")).unwrap();
+    let cfg = dir.join("sshd_config");
+    fs::write(
+        &cfg,
+        format!(
+            "HostKey {d}/host\nAuthorizedKeysFile {d}/authorized_keys\nPidFile none\n\
+             UsePAM no\nStrictModes no\nPermitRootLogin prohibit-password\n\
+             PasswordAuthentication no\nKbdInteractiveAuthentication no\n\
+             SetEnv PATH={path}\nLogLevel ERROR\n",
+            d = dir.display(),
+            path = std::env::var("PATH").unwrap()
+        ),
+    )
+    .unwrap();
+    let inetd = format!("{} -i -f {}", sshd.display(), cfg.display());
+    let proxy =
+        format!("unshare -m sh -c 'mount -t tmpfs tmpfs /run && mkdir /run/sshd && exec {inetd}'");
+    let ssh_dir = env.root.join("home/.ssh");
+    fs::create_dir_all(&ssh_dir).unwrap();
+    fs::write(
+        ssh_dir.join("known_hosts"),
+        format!(
+            "lease-test {}",
+            fs::read_to_string(dir.join("host.pub")).unwrap()
+        ),
+    )
+    .unwrap();
+    fs::write(
+        ssh_dir.join("config"),
+        format!(
+            "Host lease-test\n  ProxyCommand {proxy}\n  IdentityFile {}\n  IdentitiesOnly yes\n  \
+             UserKnownHostsFile {}\n  StrictHostKeyChecking yes\n",
+            dir.join("user").display(),
+            ssh_dir.join("known_hosts").display()
+        ),
+    )
+    .unwrap();
+    fs::set_permissions(ssh_dir.join("config"), fs::Permissions::from_mode(0o600)).unwrap();
+    let bin = env.root.join("ssh-wrapper");
+    fs::create_dir(&bin).unwrap();
+    write_exe(
+        &bin.join("ssh"),
+        &format!(
+            "#!/bin/sh\nexec '{}' -F '{}' \"$@\"\n",
+            ssh.display(),
+            ssh_dir.join("config").display()
+        ),
+    );
+    Some((
+        "lease-test".to_string(),
+        format!("{}:{}", bin.display(), std::env::var("PATH").unwrap()),
+    ))
+}
+
+/// `--archive remote` to an ssh remote served by a real sshd: lease's git
+/// runs the user's own ssh (their `~/.ssh/config`, `BatchMode=yes`), the
+/// repository's `core.sshCommand` never; a key the server does not accept
+/// holds with the ssh hint; the archival ref is pushed and read back.
+#[test]
+fn archive_remote_over_a_real_sshd() {
+    let env = TestEnv::new();
+    let Some((host, path)) = real_sshd(&env) else {
+        return;
+    };
+    let repo = env.repo();
+    let remote = env.root.join("remote.git");
+    let repo_ssh = sentinel(&env, "repo-ssh", "exit 255");
+    env.git(&repo, &["config", "core.sshCommand", &repo_ssh]);
+    let (id, wt) = unique(&env, &repo, "feat");
+    env.git(
+        &repo,
+        &[
+            "remote",
+            "set-url",
+            "origin",
+            &format!("{host}:{}", remote.display()),
+        ],
+    );
+    // The server refuses the key first: held, with what to run.
+    let keys = env.root.join("sshd/authorized_keys");
+    let authorized = fs::read(&keys).unwrap();
+    fs::write(&keys, "").unwrap();
+    let o = env
+        .lease()
+        .env("PATH", &path)
+        .args(["retire", &id, "--archive", "remote", "--json"])
+        .output()
+        .unwrap();
+    assert_code(&o, 1);
+    let detail = json(&o)["targets"][0]["detail"][0]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        detail.contains("ssh-add") && detail.contains("ssh -T lease-test"),
+        "{detail}"
+    );
+    assert_no_sentinel(&env);
+    fs::write(&keys, authorized).unwrap();
+    let o = env
+        .lease()
+        .env("PATH", &path)
+        .args(["retire", &id, "--archive", "remote", "--json"])
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+    assert!(!wt.exists(), "{}", stdout(&o));
+    assert_no_sentinel(&env);
+    assert_eq!(
+        env.git(
+            &remote,
+            &["for-each-ref", "--format=%(refname)", "refs/lease/"]
+        ),
+        format!("refs/lease/archive/{id}/head")
     );
 }
