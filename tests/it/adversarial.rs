@@ -1401,8 +1401,13 @@ fn c15_no_repository_configured_program_runs_in_any_command() {
         ok(&args);
     }
     fx.remove(&id);
+    // An unrecorded worktree for `lease adopt` (the test's own git runs the
+    // repository's hooks here; arm_everything clears the log after).
+    let loose = fx.env.root.join("loose");
+    fx.env.add_worktree(&fx.repo, "loose", &loose);
     arm_everything(&fx);
     let short = &arch[..8];
+    let loose = loose.to_str().unwrap();
     for args in [
         vec!["list", "--json"],
         vec!["show", short],
@@ -1419,6 +1424,9 @@ fn c15_no_repository_configured_program_runs_in_any_command() {
         vec!["reap", "--apply"],
         vec!["archive", "drop", short, "--unreachable-ok"],
         vec!["metrics"],
+        vec!["adopt", loose],
+        vec!["exec", "--adopt", loose, "--", "true"],
+        vec!["retire", "--json", loose],
     ] {
         ok(&args);
     }
