@@ -269,7 +269,7 @@ impl Git {
     /// The `--receive-pack` or `--upload-pack` value (`service` is
     /// `receive-pack` or `upload-pack`) for a transport to `url`: for a
     /// local remote, this git with hooks, `core.alternateRefsCommand`
-    /// and auto gc off ([`FAR_SIDE`]); for ssh, the server's own
+    /// and auto gc off (`FAR_SIDE`); for ssh, the server's own
     /// `git-<service>` (a server's hooks are its policy, and hosts accept
     /// no other command); over http the option is not used.
     ///
@@ -280,7 +280,7 @@ impl Git {
     /// `LC_ALL=C`, `GIT_CONFIG_NOSYSTEM=1`, `GIT_CONFIG_GLOBAL=/dev/null`,
     /// `GIT_ALLOW_PROTOCOL`, `GIT_NO_REPLACE_OBJECTS=1`,
     /// `GIT_TERMINAL_PROMPT=0`, and git's `GIT_PROTOCOL`. So it reads that
-    /// repository's own config only, with [`FAR_SIDE`] on top.
+    /// repository's own config only, with `FAR_SIDE` on top.
     pub fn far_side(&self, url: &str, service: &str) -> String {
         if transport_of(url) != Transport::Local {
             return format!("git-{service}");
