@@ -917,19 +917,62 @@ fn render_target(t: &TargetReport) -> Vec<String> {
 
 /// A record as JSON with its current `holders` (pids, from `holders`, a
 /// map built by one `/proc` scan).
-fn record_json(
-    r: &Record,
-    holders: &std::collections::HashMap<(u64, u64), Vec<u32>>,
-) -> serde_json::Value {
+/// What `/proc` says about the leases of a listing: descriptors per lease
+/// (one scan of `/proc`), the flocks of `/proc/locks` (one read), and the
+/// superblock device of the lease directory's mount when it differs from
+/// `st_dev` (btrfs), to match `/proc/locks` lines.
+struct SeenLeases {
+    holders: std::collections::HashMap<(u64, u64), Vec<u32>>,
+    flocks: Option<crate::os::procfs::Flocks>,
+    table_dev: Option<u64>,
+}
+
+impl SeenLeases {
+    fn of(reg: &Registry, ids: &[(u64, u64)]) -> SeenLeases {
+        SeenLeases {
+            holders: crate::os::procfs::holders_of(ids),
+            flocks: crate::os::procfs::Flocks::read(),
+            table_dev: crate::os::procfs::table_dev_of(&reg.root().leases()),
+        }
+    }
+
+    /// What `/proc` shows of record `r`'s lease (a removed record's lease
+    /// file was unlinked: its inode number may name another file now).
+    fn of_record(&self, r: &Record) -> crate::plan::LeaseSeen {
+        let Some(l) = r.lease.as_ref().filter(|_| r.state != State::Removed) else {
+            return crate::plan::LeaseSeen {
+                complete: true,
+                ..Default::default()
+            };
+        };
+        crate::plan::LeaseSeen {
+            pids: self.holders.get(&l.id()).cloned().unwrap_or_default(),
+            lock: self
+                .flocks
+                .as_ref()
+                .and_then(|f| f.on(l.id(), self.table_dev)),
+            complete: self.flocks.as_ref().is_some_and(|f| f.complete()),
+        }
+    }
+}
+
+/// `holders` (pids with a descriptor on the lease) and `locked`: `shared`
+/// or `exclusive` when `/proc/locks` lists that flock on it, `none`, or
+/// `unknown` when this `/proc` cannot show every lock and none is listed.
+fn record_json(r: &Record, seen: &crate::plan::LeaseSeen) -> serde_json::Value {
     let mut v = serde_json::to_value(r).expect("a record serializes");
-    let pids = r
-        .lease
-        .as_ref()
-        .and_then(|l| holders.get(&l.id()))
-        .cloned()
-        .unwrap_or_default();
-    v["holders"] = serde_json::json!(pids);
+    v["holders"] = serde_json::json!(seen.pids);
+    v["locked"] = serde_json::json!(locked_word(seen));
     v
+}
+
+fn locked_word(seen: &crate::plan::LeaseSeen) -> &'static str {
+    match seen.lock {
+        Some(crate::plan::FlockSeen::Shared) => "shared",
+        Some(crate::plan::FlockSeen::Exclusive) => "exclusive",
+        None if seen.complete || !seen.pids.is_empty() => "none",
+        None => "unknown",
+    }
 }
 
 fn list(json: bool) -> Result<u8> {
@@ -951,12 +994,12 @@ fn list(json: bool) -> Result<u8> {
             _ => None,
         })
         .collect();
-    let holders = crate::os::procfs::holders_of(&ids);
+    let seen = SeenLeases::of(&reg, &ids);
     if json {
         let items: Vec<serde_json::Value> = loaded
             .iter()
             .map(|l| match l {
-                Loaded::Ok(r) => record_json(r, &holders),
+                Loaded::Ok(r) => record_json(r, &seen.of_record(r)),
                 Loaded::Bad { id, path, problem } => serde_json::json!({
                     "id": id, "state": "unreadable", "path": path.to_string_lossy(), "problem": problem
                 }),
@@ -984,11 +1027,15 @@ fn list(json: bool) -> Result<u8> {
     for l in &loaded {
         match l {
             Loaded::Ok(r) => {
-                let holders = r
-                    .lease
-                    .as_ref()
-                    .and_then(|l| holders.get(&l.id()))
-                    .map_or(0, Vec::len);
+                // A count of visible holders; `locked` when only
+                // /proc/locks shows the lease held, `?` when this /proc
+                // cannot tell.
+                let seen = seen.of_record(r);
+                let holders = match (seen.pids.len(), locked_word(&seen)) {
+                    (0, "shared" | "exclusive") => "locked".to_string(),
+                    (0, "unknown") => "?".to_string(),
+                    (n, _) => n.to_string(),
+                };
                 out!(
                     "{:<12}  {:<11}  {:<7}  {:<8}  {:<20}  {:<20}  {}",
                     &r.id[..12],
@@ -1022,10 +1069,9 @@ fn show(id: &str, json: bool) -> Result<u8> {
     let reg = Registry::new(root);
     let id = reg.resolve(id)?;
     let r = reg.get(&id)?;
-    let v = record_json(
-        &r,
-        &crate::os::procfs::holders_of(&r.lease.iter().map(|l| l.id()).collect::<Vec<_>>()),
-    );
+    let ids: Vec<(u64, u64)> = r.lease.iter().map(|l| l.id()).collect();
+    let seen = SeenLeases::of(&reg, &ids).of_record(&r);
+    let v = record_json(&r, &seen);
     if json {
         out!(
             "{}",
@@ -1048,10 +1094,16 @@ fn show(id: &str, json: bool) -> Result<u8> {
         .flatten()
         .map(ToString::to_string)
         .collect();
-    if pids.is_empty() {
-        out!("holders:   none (the lease is free)");
-    } else {
-        out!("holders:   pid {} (hold the lease)", pids.join(", "));
+    match (pids.is_empty(), locked_word(&seen)) {
+        (false, _) => out!("holders:   pid {} (hold the lease)", pids.join(", ")),
+        (true, "shared" | "exclusive") => out!(
+            "holders:   none visible, but /proc/locks lists a {} flock on the lease: it is held (by a process in another pid namespace, or through a descriptor in flight over a unix socket)",
+            locked_word(&seen)
+        ),
+        (true, "unknown") => out!(
+            "holders:   none visible; this /proc (another pid namespace's) cannot show every lock, so the lease may be held"
+        ),
+        _ => out!("holders:   none (the lease is free)"),
     }
     if let Some(s) = r.sessions.last() {
         let alive = s.launcher_alive();

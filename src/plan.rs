@@ -697,6 +697,17 @@ pub struct Inventory {
     pub not_writable: Vec<Vec<u8>>,
     /// `(dev, ino)` of every directory walked, the top included.
     pub dirs: Vec<(u64, u64)>,
+    /// `(dev, ino)` of the top and of every entry the walk reached on the
+    /// top's mount (directories, files, symlinks, special files): what gate
+    /// 4 judges a process's cwd, root, descriptors and mappings against.
+    /// `dev` is `st_dev`.
+    pub ids: std::collections::HashSet<(u64, u64)>,
+    /// The device number the kernel's own tables (`/proc/PID/maps`,
+    /// `/proc/locks`: the superblock's `s_dev`) give the top's mount, when
+    /// it differs from `st_dev` (a btrfs subvolume reports its own
+    /// anonymous `st_dev`); from `/proc/self/mountinfo`. `None` when equal
+    /// or unknown.
+    pub table_dev: Option<u64>,
 }
 
 /// Gate 5, the walk: no mount, special file, unreadable directory, nested
@@ -747,6 +758,89 @@ pub struct ProcEvidence {
     pub traversable: bool,
     /// `process_audit = "strict"`: unaudited processes hold.
     pub strict: bool,
+}
+
+/// How `/proc/locks` lists a flock on one file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FlockSeen {
+    /// `LOCK_SH` (`READ`): consumers hold the lease.
+    Shared,
+    /// `LOCK_EX` (`WRITE`): a retire holds it.
+    Exclusive,
+}
+
+/// Who holds a lease, as far as `/proc` tells without touching the lock
+/// (what `lease list`, `show` and every dry run know; SPEC gate 4).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LeaseSeen {
+    /// Other processes with a descriptor on the lease inode, sorted.
+    pub pids: Vec<u32>,
+    /// The flock `/proc/locks` lists on the lease inode, if any. It proves
+    /// "locked", never who: the pid it shows is the original locker's,
+    /// which may be long dead while a descendant keeps the lock, and a
+    /// lock whose descriptor is in flight over a unix socket, or held in
+    /// another pid namespace, has no visible descriptor at all.
+    pub lock: Option<FlockSeen>,
+    /// True when this `/proc` lists every flock: its pid namespace is the
+    /// initial one. Elsewhere the kernel omits from `/proc/locks` every
+    /// lock whose locker it cannot show (`locks_show` in `fs/locks.c`),
+    /// so a free-looking lease proves nothing.
+    pub complete: bool,
+}
+
+impl LeaseSeen {
+    /// True if `/proc` shows the lease held: a descriptor or a flock.
+    pub fn held(&self) -> bool {
+        !self.pids.is_empty() || self.lock.is_some()
+    }
+
+    /// Who holds it, for a hold's detail: "pid 12, 34", else what
+    /// `/proc/locks` showed.
+    pub fn describe(&self) -> String {
+        if !self.pids.is_empty() {
+            let pids: Vec<String> = self.pids.iter().map(u32::to_string).collect();
+            return format!("pid {}", pids.join(", "));
+        }
+        match self.lock {
+            Some(kind) => format!(
+                "a {} flock listed in /proc/locks, by no process this /proc shows (a holder in another pid namespace, or a descriptor in flight over a unix socket)",
+                match kind {
+                    FlockSeen::Shared => "shared",
+                    FlockSeen::Exclusive => "exclusive",
+                }
+            ),
+            None => "nobody visible".to_string(),
+        }
+    }
+}
+
+/// Gate 3 of a dry run, which never locks: the lease must look free to
+/// `/proc`, by descriptors and by `/proc/locks`, and `/proc` must be able
+/// to show every holder, so that a dry run never says "would remove" where
+/// the real retire would find the lease busy. An exclusive flock is another
+/// retire (`retire-in-progress`, as the real retire says); any other holder
+/// is `consumer-alive`; a `/proc` that may hide holders is `unprovable`.
+pub fn gate_lease_seen(seen: &LeaseSeen) -> Result<(), Hold> {
+    if seen.lock == Some(FlockSeen::Exclusive) {
+        return Err(Hold::new(
+            HoldReason::RetireInProgress,
+            "another retire holds the lease exclusively (/proc/locks)",
+        ));
+    }
+    if seen.held() {
+        return Err(Hold::new(
+            HoldReason::ConsumerAlive,
+            format!("held by {}", seen.describe()),
+        ));
+    }
+    if !seen.complete {
+        return Err(Hold::new(
+            HoldReason::Unprovable,
+            "this /proc belongs to a pid namespace other than the initial one, and the kernel omits from its /proc/locks the locks of processes it cannot show: a dry run cannot tell whether the lease is free (the real retire takes the lock and decides)",
+        ));
+    }
+    Ok(())
 }
 
 /// Gate 4: no live process has its cwd, root, a descriptor or a mapping

@@ -692,14 +692,13 @@ impl Reaper<'_> {
             return Ok(());
         }
         if let Some(l) = &rec.lease {
-            let (pids, _) = crate::os::procfs::holders(l.id());
-            if !pids.is_empty() {
-                let pids: Vec<String> = pids.iter().map(u32::to_string).collect();
+            let seen = crate::os::procfs::lease_seen(&l.path(), l.id());
+            if seen.held() {
                 item.hold(Hold::new(
                     HoldReason::ConsumerAlive,
                     format!(
-                        "every launcher is gone; pid {} holds the lease",
-                        pids.join(", ")
+                        "every launcher is gone; {} holds the lease",
+                        seen.describe()
                     ),
                 ));
                 return Ok(());
@@ -880,14 +879,13 @@ impl Reaper<'_> {
                     return Ok(());
                 }
                 Ok(_) => {
-                    let (pids, _) = crate::os::procfs::holders(l.id());
-                    if !pids.is_empty() {
-                        let pids: Vec<String> = pids.iter().map(u32::to_string).collect();
+                    let seen = crate::os::procfs::lease_seen(&l.path(), l.id());
+                    if seen.held() {
                         item.hold(Hold::new(
                             HoldReason::RetireInProgress,
                             format!(
-                                "pid {} has the lease open: a retire may be running",
-                                pids.join(", ")
+                                "{} has the lease open or locked: a retire may be running",
+                                seen.describe()
                             ),
                         ));
                         return Ok(());

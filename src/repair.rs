@@ -456,9 +456,8 @@ fn check_record(rec: &Record) -> Result<(), Hold> {
         ));
     }
     if let Some(l) = &rec.lease {
-        let (pids, _) = crate::os::procfs::holders(l.id());
-        if !pids.is_empty() {
-            let pids: Vec<String> = pids.iter().map(u32::to_string).collect();
+        let seen = crate::os::procfs::lease_seen(&l.path(), l.id());
+        if seen.held() {
             return Err(Hold::new(
                 if rec.state == State::Retiring {
                     HoldReason::RetireInProgress
@@ -466,8 +465,8 @@ fn check_record(rec: &Record) -> Result<(), Hold> {
                     HoldReason::ConsumerAlive
                 },
                 format!(
-                    "pid {} holds the lease of record {}",
-                    pids.join(", "),
+                    "{} holds the lease of record {}",
+                    seen.describe(),
                     rec.prefix()
                 ),
             ));

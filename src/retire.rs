@@ -330,9 +330,13 @@ impl Engine {
         };
         tracing::debug!(id = %held.rec.id, "gates 1-3 passed: state, path and lease");
         report.filters = held.rg.trusted().to_vec();
+        // Lease's own walk of the tree, under the lock: gate 4 judges
+        // processes by the identities it reached, gate 5 by what it found.
+        held.inventory = crate::safety::inventory(&held.top);
+
         // Gate 4: defense in depth behind the lock.
         let lease_id = held.rec.lease.as_ref().map(crate::registry::FileId::id);
-        let procs = crate::os::procfs::audit(&held.wt, lease_id, strict_audit());
+        let procs = crate::os::procfs::audit(&held.wt, &held.inventory, lease_id, strict_audit());
         if let Err(h) = plan::gate_processes(&procs) {
             return Ok(Err(vec![h]));
         }
@@ -463,12 +467,10 @@ impl Engine {
             {
                 return Ok(Err(vec![h]));
             }
-            let (pids, _) = crate::os::procfs::holders(lease.id());
-            if !pids.is_empty() {
-                return Ok(Err(vec![Hold::new(
-                    HoldReason::ConsumerAlive,
-                    format!("held by pid {}", join(&pids)),
-                )]));
+            // Never locked: learn holders from descriptors and /proc/locks.
+            let seen = crate::os::procfs::lease_seen(&lease.path(), lease.id());
+            if let Err(h) = plan::gate_lease_seen(&seen) {
+                return Ok(Err(vec![h]));
             }
             None
         } else {
@@ -594,15 +596,14 @@ impl Engine {
         Ok(top)
     }
 
-    /// Gate 5, lease's own walk (mounts, special files, unreadable or
-    /// undeletable directories, nested repositories and submodules), then
-    /// git's view (changes, untracked, ignored, hidden index edits,
-    /// operations in progress). Keeps the walk in `held` for later gates.
+    /// Gate 5, lease's own walk, made before gate 4 and kept in `held`
+    /// (mounts, special files, unreadable or undeletable directories,
+    /// nested repositories and submodules), then git's view (changes,
+    /// untracked, ignored, hidden index edits, operations in progress).
     fn probe_tree(&self, held: &mut Held) -> Result<Result<(), Vec<Hold>>> {
         if let Some(h) = self.lfs_extensions(&held.rg, &held.wt)? {
             return Ok(Err(vec![h]));
         }
-        held.inventory = crate::safety::inventory(&held.top);
         let listed = held
             .rg
             .cmd(&held.wt)

@@ -224,6 +224,9 @@ impl MountOf {
 /// `st_dev`; without mount ids it falls back to `st_dev`. The `.git` link
 /// file at the top is the worktree's own; a `.git` anywhere below marks a
 /// nested repository and is not entered.
+///
+/// The same `statx` calls give, at no extra system call, the identity of
+/// every entry: gate 4 judges processes by them ([`Inventory::ids`]).
 pub fn inventory(top: &OwnedFd) -> Inventory {
     let mut inv = Inventory::default();
     let Ok(top_st) = lstatx(top, OsStr::new(""), AtFlags::EMPTY_PATH) else {
@@ -232,6 +235,17 @@ pub fn inventory(top: &OwnedFd) -> Inventory {
     };
     let top_mount = MountOf::of(&top_st);
     let same_mount = |st: &rustix::fs::Statx| MountOf::of(st).same_as(top_mount);
+    let id = |st: &rustix::fs::Statx| {
+        (
+            rustix::fs::makedev(st.stx_dev_major, st.stx_dev_minor),
+            st.stx_ino,
+        )
+    };
+    inv.ids.insert(id(&top_st));
+    inv.table_dev = top_mount
+        .mnt_id
+        .and_then(crate::os::procfs::superblock_dev)
+        .filter(|&d| d != id(&top_st).0);
     let root_user = crate::sys::euid() == 0;
     let dir_flags = dir_flags();
     let mut stack: Vec<(OwnedFd, Vec<u8>)> = match top.try_clone() {
@@ -296,6 +310,7 @@ pub fn inventory(top: &OwnedFd) -> Inventory {
                 inv.mounts.push(path);
                 continue;
             }
+            inv.ids.insert(id(&st));
             let kind = u32::from(st.stx_mode) & libc::S_IFMT;
             // Any case of `.git` below the top is a nested repository (or a
             // name that git would treat as one on a case-insensitive disk);

@@ -163,6 +163,42 @@ pub fn user_name(uid: u32) -> String {
         .unwrap_or_else(|| uid.to_string())
 }
 
+/// What two threads may share, as kcmp(2) compares it (`KCMP_FILES`,
+/// `KCMP_FS` in the kernel's `include/uapi/linux/kcmp.h`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shared {
+    /// The descriptor table (`CLONE_FILES`).
+    Files = 2,
+    /// The cwd, root and umask (`CLONE_FS`).
+    Fs = 3,
+}
+
+/// Returns `Some(true)` if threads `a` and `b` (ids in this process's pid
+/// namespace) share `what`, `Some(false)` if they do not, and `None` if the
+/// kernel cannot say (no kcmp(2), `EPERM` under a seccomp filter or
+/// ptrace rules, a thread gone).
+pub fn shares(a: u32, b: u32, what: Shared) -> Option<bool> {
+    let a = libc::pid_t::try_from(a).ok()?;
+    let b = libc::pid_t::try_from(b).ok()?;
+    // SAFETY: kcmp(2) with KCMP_FILES or KCMP_FS takes two pids and a type
+    // and reads no memory of ours; the two trailing arguments are unused.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_kcmp,
+            a,
+            b,
+            what as libc::c_int,
+            0 as libc::c_ulong,
+            0 as libc::c_ulong,
+        )
+    };
+    match rc {
+        0 => Some(true),
+        1..=3 => Some(false),
+        _ => None,
+    }
+}
+
 fn pid_of(pid: u32) -> io::Result<Pid> {
     i32::try_from(pid)
         .ok()
@@ -240,6 +276,43 @@ mod tests {
         };
         assert_eq!(ids, (65534, 65534));
         assert_eq!(euid(), 0, "only the helper's thread changed");
+    }
+
+    #[test]
+    fn kcmp_tells_a_shared_table_from_an_unshared_one() {
+        let me = std::process::id();
+        if shares(me, me, Shared::Files).is_none() {
+            #[allow(clippy::print_stderr)]
+            {
+                eprintln!("SKIPPED: kcmp(2) is not available here");
+            }
+            return;
+        }
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+        let t = std::thread::spawn(move || {
+            let tid = rustix::thread::gettid().as_raw_nonzero().get() as u32;
+            let before = (shares(me, tid, Shared::Files), shares(me, tid, Shared::Fs));
+            // SAFETY: this thread only compares tables and waits; nothing
+            // else of the test relies on it seeing later descriptors.
+            unsafe { rustix::thread::unshare_unsafe(rustix::thread::UnshareFlags::FILES) }.unwrap();
+            let after = shares(me, tid, Shared::Files);
+            tx.send((before, after)).unwrap();
+            let _ = done_rx.recv();
+        });
+        let ((files, fs), after) = rx.recv().unwrap();
+        let _ = done_tx.send(());
+        t.join().unwrap();
+        assert_eq!(
+            (files, fs),
+            (Some(true), Some(true)),
+            "a thread shares both"
+        );
+        assert_eq!(
+            after,
+            Some(false),
+            "unshare(CLONE_FILES) gave it its own table"
+        );
     }
 
     #[test]

@@ -1,43 +1,237 @@
-//! Who holds a lease, learned from `/proc` without touching the lock.
+//! `/proc`: who holds a lease, and gate 4's process-reference audit.
 //!
 //! `lease list`, `show` and every dry run must not take the exclusive lock (a
-//! concurrent `lease join` would then fail), so holders are found by looking
-//! for open descriptors on the lease inode in `/proc/<pid>/fd`. `/proc/locks`
-//! keeps naming the original locker's pid after it dies, so it is not used for
-//! pids (research/crates.md §1).
+//! concurrent `lease join` would then fail), so holders are learned from
+//! `/proc` alone: open descriptors on the lease inode (`/proc/PID/fd`, every
+//! thread's table) and the flocks `/proc/locks` lists on it. `/proc/locks`
+//! proves "locked", never who: it keeps naming the original locker's pid
+//! after that process died while a descendant keeps the lock, and a lock
+//! whose descriptor is in flight over a unix socket has no descriptor
+//! anywhere.
 //!
 //! [`audit`] is gate 4's process-reference audit: cwd, root, descriptors and
-//! mappings inside the worktree, like tmpwatch's `--fuser`. "Unreadable" is an
-//! answer (counted), not a skip.
+//! mappings inside the worktree, like tmpwatch's `--fuser`, decided by
+//! identity (device and inode, reached by `stat` through the `/proc` magic
+//! link, which follows the kernel's own reference whatever name the process
+//! sees: another mount namespace, a bind-mount alias), for every thread.
+//! "Unreadable" is an answer (counted), not a skip.
+//!
+//! Every `stat` here passes `AT_STATX_DONT_SYNC` (statx(2)): the identity
+//! is known locally, and a process whose cwd is on a hung NFS or FUSE mount
+//! must not hang lease.
 
+use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::io::ErrorKind;
-use std::os::unix::fs::MetadataExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use crate::plan::ProcEvidence;
+use rustix::fs::{AtFlags, StatxFlags};
+
+use crate::plan::{FlockSeen, Inventory, LeaseSeen, ProcEvidence};
+use crate::sys::Shared;
+
+/// A file's identity: `(st_dev, st_ino)`.
+pub type Id = (u64, u64);
+
+/// The inode number of the initial pid namespace (`PROC_PID_INIT_INO` in
+/// the kernel's `include/linux/proc_ns.h`, fixed since Linux 3.8).
+const INIT_PID_NS_INO: u64 = 0xEFFF_FFFC;
+
+/// How many of a process's distinct descriptor tables (or cwd/root pairs)
+/// a thread is compared with before it is read anyway: bounds kcmp(2)
+/// calls for a process whose every thread unshared its table.
+const COMPARE_AT_MOST: usize = 4;
+
+/// `statx` through `link`, following it (a `/proc` magic link reaches the
+/// kernel's own object), without syncing: the identity it reaches.
+fn id_through(link: &Path) -> std::io::Result<Id> {
+    let st = rustix::fs::statx(
+        rustix::fs::CWD,
+        link,
+        AtFlags::STATX_DONT_SYNC,
+        StatxFlags::INO,
+    )?;
+    Ok((
+        rustix::fs::makedev(st.stx_dev_major, st.stx_dev_minor),
+        st.stx_ino,
+    ))
+}
+
+/// True if the error means "closed to us" (another user's process), not
+/// "gone" (a reaped pid, a zombie's released entries).
+fn is_denied(e: &std::io::Error) -> bool {
+    e.kind() == ErrorKind::PermissionDenied
+}
+
+/// Which processes this `/proc` can show.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct PidView {
+    /// Its pid namespace is this process's own, so the numbers it lists are
+    /// the ones kcmp(2) takes.
+    own: bool,
+    /// Its pid namespace is the initial one (`None`: cannot tell): only
+    /// then does `/proc/locks` list every flock and `/proc` every process.
+    initial: Option<bool>,
+}
+
+/// Reads [`PidView`]: `NSpid` of `/proc/self/status` has one field exactly
+/// when this `/proc` belongs to our own pid namespace (proc(5)); the
+/// namespace's identity is the inode of `/proc/self/ns/pid` (ours) or of
+/// `/proc/1/ns/pid` (that `/proc`'s init, when another).
+fn pid_view() -> PidView {
+    let own = fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines().find_map(|l| {
+                l.strip_prefix("NSpid:")
+                    .map(|v| v.split_whitespace().count())
+            })
+        })
+        .is_some_and(|n| n == 1);
+    let ns = if own {
+        "/proc/self/ns/pid"
+    } else {
+        "/proc/1/ns/pid"
+    };
+    PidView {
+        own,
+        initial: id_through(Path::new(ns))
+            .ok()
+            .map(|(_, ino)| ino == INIT_PID_NS_INO),
+    }
+}
+
+/// The device number (`st_dev` encoding) that mount `mnt_id` of this
+/// process's mount namespace has in `/proc/self/mountinfo` (field 3, the
+/// superblock's `s_dev`, which `/proc/PID/maps` and `/proc/locks` use), or
+/// `None` if it is not listed.
+pub fn superblock_dev(mnt_id: u64) -> Option<u64> {
+    parse_mountinfo_dev(&fs::read("/proc/self/mountinfo").ok()?, mnt_id)
+}
+
+/// [`superblock_dev`]'s parser: the line whose first field is `mnt_id`,
+/// its third field `MAJOR:MINOR` (decimal).
+fn parse_mountinfo_dev(text: &[u8], mnt_id: u64) -> Option<u64> {
+    let text = std::str::from_utf8(text).ok()?;
+    text.lines().find_map(|l| {
+        let mut f = l.split(' ');
+        if f.next()?.parse::<u64>().ok()? != mnt_id {
+            return None;
+        }
+        let (maj, min) = f.nth(1)?.split_once(':')?;
+        Some(rustix::fs::makedev(maj.parse().ok()?, min.parse().ok()?))
+    })
+}
+
+/// One live process in `/proc`: its pid and its threads, the leader first.
+struct Proc {
+    pid: u32,
+    base: PathBuf,
+    tids: Vec<u32>,
+}
+
+impl Proc {
+    /// `/proc/PID/task/TID`.
+    fn task(&self, tid: u32) -> PathBuf {
+        self.base.join("task").join(tid.to_string())
+    }
+
+    /// " (thread TID)" for a thread other than the leader, for reports.
+    fn thread(&self, tid: u32) -> String {
+        if tid == self.pid {
+            String::new()
+        } else {
+            format!(" (thread {tid})")
+        }
+    }
+
+    /// The threads whose `what` (descriptor table, or cwd and root) must be
+    /// read: the first, then each one that kcmp(2) does not prove shares it
+    /// with a thread already chosen. When kcmp cannot say (no kcmp, a `/proc`
+    /// of another pid namespace), every thread.
+    fn distinct(&self, what: Shared, kcmp: bool) -> Vec<u32> {
+        let mut chosen: Vec<u32> = Vec::new();
+        for &t in &self.tids {
+            let shared = kcmp
+                && chosen
+                    .iter()
+                    .take(COMPARE_AT_MOST)
+                    .any(|&c| crate::sys::shares(c, t, what) == Some(true));
+            if !shared {
+                chosen.push(t);
+            }
+        }
+        chosen
+    }
+}
+
+/// Every process in `/proc` but this one, with its threads (`/proc/PID/task`;
+/// a process whose task list cannot be read counts as its leader alone), or
+/// `None` if `/proc` cannot be listed.
+fn other_processes() -> Option<impl Iterator<Item = Proc>> {
+    let me = std::process::id();
+    let dir = fs::read_dir("/proc").ok()?;
+    Some(dir.flatten().filter_map(move |e| {
+        let pid = e.file_name().to_str()?.parse::<u32>().ok()?;
+        if pid == me {
+            return None;
+        }
+        let base = e.path();
+        let mut tids: Vec<u32> = fs::read_dir(base.join("task"))
+            .map(|d| {
+                d.flatten()
+                    .filter_map(|t| t.file_name().to_str()?.parse().ok())
+                    .filter(|&t| t != pid)
+                    .collect()
+            })
+            .unwrap_or_default();
+        tids.sort_unstable();
+        tids.insert(0, pid);
+        Some(Proc { pid, base, tids })
+    }))
+}
+
+/// Calls `each(fd number, identity)` for every descriptor of `p`, in every
+/// distinct descriptor table of its threads (a thread that called
+/// `unshare(CLONE_FILES)` has its own; a leader that exited has none left).
+/// Returns the thread of each descriptor too, and whether a table was
+/// closed to us.
+fn each_fd(p: &Proc, kcmp: bool, mut each: impl FnMut(u32, &str, Id)) -> bool {
+    let mut denied = false;
+    for tid in p.distinct(Shared::Files, kcmp) {
+        match fs::read_dir(p.task(tid).join("fd")) {
+            Ok(fds) => {
+                for fd in fds.flatten() {
+                    if let Ok(id) = id_through(&fd.path()) {
+                        each(tid, &fd.file_name().to_string_lossy(), id);
+                    }
+                }
+            }
+            Err(e) if is_denied(&e) => denied = true,
+            Err(_) => {} // gone, or a thread that exited
+        }
+    }
+    denied
+}
 
 /// Returns the pids of other processes (never this one, whose own probe
 /// opens do not count) with an open descriptor on the file whose identity is
-/// `(dev, ino)`, sorted, and how many processes could not be read (other
-/// users' `/proc` entries are unreadable unless we are root).
-pub fn holders(id: (u64, u64)) -> (Vec<u32>, usize) {
+/// `id`, sorted, and how many processes could not be read (other users'
+/// `/proc` entries are unreadable unless we are root).
+pub fn holders(id: Id) -> (Vec<u32>, usize) {
     let mut pids = Vec::new();
     let mut unreadable = 0;
     let Some(procs) = other_processes() else {
         return (pids, 1);
     };
-    for (pid, base) in procs {
-        let Ok(fds) = fs::read_dir(base.join("fd")) else {
-            unreadable += usize::from(base.exists());
-            continue;
-        };
-        let holds = fds.flatten().any(|fd| {
-            // stat follows the magic link to the open file itself.
-            fs::metadata(fd.path()).is_ok_and(|m| (m.dev(), m.ino()) == id)
-        });
+    let kcmp = pid_view().own;
+    for p in procs {
+        let mut holds = false;
+        let denied = each_fd(&p, kcmp, |_, _, seen| holds |= seen == id);
         if holds {
-            pids.push(pid);
+            pids.push(p.pid);
+        } else if denied {
+            unreadable += 1;
         }
     }
     pids.sort_unstable();
@@ -48,24 +242,20 @@ pub fn holders(id: (u64, u64)) -> (Vec<u32>, usize) {
 /// holding a descriptor on it, from one scan of `/proc` (what [`holders`]
 /// does per file; a listing of many records must not rescan `/proc` for
 /// each). Identities nobody holds map to an empty list.
-pub fn holders_of(ids: &[(u64, u64)]) -> std::collections::HashMap<(u64, u64), Vec<u32>> {
-    let mut map: std::collections::HashMap<(u64, u64), Vec<u32>> =
-        ids.iter().map(|id| (*id, Vec::new())).collect();
+pub fn holders_of(ids: &[Id]) -> HashMap<Id, Vec<u32>> {
+    let mut map: HashMap<Id, Vec<u32>> = ids.iter().map(|id| (*id, Vec::new())).collect();
     if ids.is_empty() {
         return map;
     }
-    for (pid, base) in other_processes().into_iter().flatten() {
-        let Ok(fds) = fs::read_dir(base.join("fd")) else {
-            continue;
-        };
-        for fd in fds.flatten() {
-            if let Ok(m) = fs::metadata(fd.path())
-                && let Some(pids) = map.get_mut(&(m.dev(), m.ino()))
-                && !pids.contains(&pid)
+    let kcmp = pid_view().own;
+    for p in other_processes().into_iter().flatten() {
+        each_fd(&p, kcmp, |_, _, seen| {
+            if let Some(pids) = map.get_mut(&seen)
+                && !pids.contains(&p.pid)
             {
-                pids.push(pid);
+                pids.push(p.pid);
             }
-        }
+        });
     }
     for pids in map.values_mut() {
         pids.sort_unstable();
@@ -73,60 +263,172 @@ pub fn holders_of(ids: &[(u64, u64)]) -> std::collections::HashMap<(u64, u64), V
     map
 }
 
-/// Returns the pid and `/proc/<pid>` of every process but this one, or
-/// `None` if `/proc` cannot be listed.
-fn other_processes() -> Option<impl Iterator<Item = (u32, std::path::PathBuf)>> {
-    let me = std::process::id();
-    let dir = fs::read_dir("/proc").ok()?;
-    Some(dir.flatten().filter_map(move |e| {
-        let pid = e.file_name().to_str()?.parse::<u32>().ok()?;
-        (pid != me).then(|| (pid, e.path()))
-    }))
+/// The flocks `/proc/locks` lists, read once.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Flocks {
+    /// `(device, inode, exclusive, waiting)` per `FLOCK` line; the device
+    /// is the superblock's (`st_dev` encoding). A waiting line (`->`) is a
+    /// blocked request, not a holder.
+    locks: Vec<(u64, u64, bool, bool)>,
+    /// This `/proc` lists every flock (its pid namespace is the initial one).
+    complete: bool,
 }
 
-/// Returns false only if `/proc/locks` was read and lists no lock at all
-/// on the file whose inode is `ino` on device `dev`: then no process holds
-/// that lease and [`holders`]' scan of every process can be skipped.
+impl Flocks {
+    /// Reads `/proc/locks`, or `None` if it cannot be read.
+    pub fn read() -> Option<Flocks> {
+        let text = fs::read("/proc/locks").ok()?;
+        let mut f = Flocks::parse(&text);
+        f.complete = pid_view().initial == Some(true);
+        Some(f)
+    }
+
+    /// Parses `/proc/locks` (proc(5)): `1: FLOCK  ADVISORY  READ 1234
+    /// fd:01:5678 0 EOF`, a blocked request `1: -> FLOCK ...`; the device is
+    /// `MAJOR:MINOR` in hex. POSIX and OFD locks do not conflict with
+    /// flock(2) on Linux and are skipped.
+    fn parse(text: &[u8]) -> Flocks {
+        let text = String::from_utf8_lossy(text);
+        let locks = text
+            .lines()
+            .filter_map(|l| {
+                let mut f = l.split_whitespace().skip(1).peekable();
+                let waiting = f.next_if_eq(&"->").is_some();
+                if f.next()? != "FLOCK" {
+                    return None;
+                }
+                let exclusive = f.nth(1)? == "WRITE";
+                let mut id = f.nth(1)?.split(':');
+                let maj = u32::from_str_radix(id.next()?, 16).ok()?;
+                let min = u32::from_str_radix(id.next()?, 16).ok()?;
+                let ino = id.next()?.parse().ok()?;
+                Some((rustix::fs::makedev(maj, min), ino, exclusive, waiting))
+            })
+            .collect();
+        Flocks {
+            locks,
+            complete: false,
+        }
+    }
+
+    /// The flock held on the file `id` (`st_dev`, inode), whose mount's
+    /// superblock device is `table_dev` when that differs from `st_dev`: an
+    /// exclusive one if any, else a shared one, else `None`.
+    pub fn on(&self, id: Id, table_dev: Option<u64>) -> Option<FlockSeen> {
+        let mut seen = None;
+        for &(dev, ino, exclusive, waiting) in &self.locks {
+            if waiting || ino != id.1 || (dev != id.0 && Some(dev) != table_dev) {
+                continue;
+            }
+            if exclusive {
+                return Some(FlockSeen::Exclusive);
+            }
+            seen = Some(FlockSeen::Shared);
+        }
+        seen
+    }
+
+    /// True if any line, a blocked request included, names file `id`.
+    fn names(&self, id: Id, table_dev: Option<u64>) -> bool {
+        self.locks
+            .iter()
+            .any(|&(dev, ino, ..)| ino == id.1 && (dev == id.0 || Some(dev) == table_dev))
+    }
+
+    /// True if this `/proc` lists every flock (see [`LeaseSeen::complete`]).
+    pub fn complete(&self) -> bool {
+        self.complete
+    }
+}
+
+/// The superblock device of the mount holding `path` (not followed), when
+/// it differs from the file's `st_dev` (btrfs), for matching `/proc/locks`.
+pub fn table_dev_of(path: &Path) -> Option<u64> {
+    let st = rustix::fs::statx(
+        rustix::fs::CWD,
+        path,
+        AtFlags::SYMLINK_NOFOLLOW | AtFlags::STATX_DONT_SYNC,
+        StatxFlags::MNT_ID,
+    )
+    .ok()?;
+    if st.stx_mask & StatxFlags::MNT_ID.bits() == 0 {
+        return None;
+    }
+    let dev = rustix::fs::makedev(st.stx_dev_major, st.stx_dev_minor);
+    superblock_dev(st.stx_mnt_id).filter(|&d| d != dev)
+}
+
+/// Who holds the lease file `path` whose identity is `id`, learned from
+/// `/proc` only: descriptors ([`holders`]) and `/proc/locks` ([`Flocks`]).
+/// What `lease show`, the dry runs and the reconciler's checks decide on
+/// ([`crate::plan::gate_lease_seen`]).
+pub fn lease_seen(path: &Path, id: Id) -> LeaseSeen {
+    let (pids, _) = holders(id);
+    let flocks = Flocks::read();
+    LeaseSeen {
+        pids,
+        lock: flocks.as_ref().and_then(|f| f.on(id, table_dev_of(path))),
+        complete: flocks.is_some_and(|f| f.complete),
+    }
+}
+
+/// Returns false only if `/proc/locks` was read and lists no flock at all
+/// (held or requested) on the file whose inode is `ino` on device `dev`:
+/// then no process holds that lease and [`holders`]' scan of every process
+/// can be skipped.
 pub fn lock_listed(dev: u64, ino: u64) -> bool {
-    let Ok(text) = fs::read_to_string("/proc/locks") else {
-        return true;
-    };
-    let want = format!(
-        "{:02x}:{:02x}:{ino}",
-        rustix::fs::major(dev),
-        rustix::fs::minor(dev)
-    );
-    // `1: FLOCK  ADVISORY  READ 1234 fd:01:5678 0 EOF`; a blocked waiter's
-    // line has `->` and one more field.
-    text.lines()
-        .any(|l| l.split_whitespace().any(|f| f == want.as_str()))
+    Flocks::read().is_none_or(|f| f.names((dev, ino), None))
 }
 
 /// Returns true if `/proc/locks` shows an exclusive (WRITE) flock on the
 /// file whose inode is `ino` on device `dev`: a retire holds the lease now.
 pub fn exclusively_locked(dev: u64, ino: u64) -> bool {
-    let Ok(text) = fs::read_to_string("/proc/locks") else {
-        return false;
-    };
-    let want = format!(
-        "{:02x}:{:02x}:{ino}",
-        rustix::fs::major(dev),
-        rustix::fs::minor(dev)
-    );
-    text.lines().any(|l| {
-        let f: Vec<&str> = l.split_whitespace().collect();
-        // `1: FLOCK  ADVISORY  WRITE 1234 fd:01:5678 0 EOF`
-        f.get(1) == Some(&"FLOCK") && f.get(3) == Some(&"WRITE") && f.get(5) == Some(&want.as_str())
-    })
+    Flocks::read().is_some_and(|f| f.on((dev, ino), None) == Some(FlockSeen::Exclusive))
 }
 
-/// Finds every live process (but this one) whose cwd or root is inside
-/// `wt`, or that has a descriptor or a mapping inside it, or a descriptor on
-/// the lease inode `lease`. Processes whose entries cannot be read (other
-/// users', unless we are root) are counted in `unaudited`.
+/// What a worktree is, for gate 4: the identities lease's inventory walk
+/// reached ([`Inventory::ids`]), and for `/proc/PID/maps`, which numbers
+/// devices by superblock, the same inodes under [`Inventory::table_dev`].
+struct Tree<'a> {
+    ids: &'a HashSet<Id>,
+    table_inos: HashSet<u64>,
+    table_dev: Option<u64>,
+}
+
+impl<'a> Tree<'a> {
+    fn of(inv: &'a Inventory) -> Tree<'a> {
+        Tree {
+            ids: &inv.ids,
+            table_inos: match inv.table_dev {
+                Some(_) => inv.ids.iter().map(|&(_, ino)| ino).collect(),
+                None => HashSet::new(),
+            },
+            table_dev: inv.table_dev,
+        }
+    }
+
+    fn has(&self, id: Id) -> bool {
+        self.ids.contains(&id)
+    }
+
+    /// A mapping's `(device, inode)` as `/proc/PID/maps` prints them.
+    fn has_mapped(&self, id: Id) -> bool {
+        self.has(id) || (Some(id.0) == self.table_dev && self.table_inos.contains(&id.1))
+    }
+}
+
+/// Finds every live process (but this one) with, in any of its threads, a
+/// cwd or root that is a directory of the worktree, a descriptor on one of
+/// its entries, a mapping of one of its files, or a descriptor on the lease
+/// inode `lease`. Inside means one of `inv`'s identities (lease's own walk
+/// of the tree, [`Inventory::ids`]), never a path prefix. Processes whose
+/// entries cannot be read (other users', unless we are root) are counted in
+/// `unaudited`. Cost: one pass over `/proc`, linear in processes, threads
+/// and descriptors, with a hash lookup per identity.
 ///
-/// `strict` is `process_audit = "strict"` (`LEASE_PROCESS_AUDIT=strict`).
-pub fn audit(wt: &Path, lease: Option<(u64, u64)>, strict: bool) -> ProcEvidence {
+/// `wt` is the worktree's path, only to tell whether other users can reach
+/// it. `strict` is `process_audit = "strict"` (`LEASE_PROCESS_AUDIT=strict`).
+pub fn audit(wt: &Path, inv: &Inventory, lease: Option<Id>, strict: bool) -> ProcEvidence {
     let mut ev = ProcEvidence {
         traversable: crate::safety::traversable_by_others(wt),
         strict,
@@ -136,10 +438,12 @@ pub fn audit(wt: &Path, lease: Option<(u64, u64)>, strict: bool) -> ProcEvidence
         ev.unaudited = usize::MAX;
         return ev;
     };
-    for (pid, base) in procs {
-        let (how, denied) = audit_one(&base, wt, lease);
+    let tree = Tree::of(inv);
+    let kcmp = pid_view().own;
+    for p in procs {
+        let (how, denied) = audit_one(&p, &tree, lease, kcmp);
         if !how.is_empty() {
-            ev.users.push((pid, how.join(", ")));
+            ev.users.push((p.pid, how.join(", ")));
         } else if denied {
             ev.unaudited += 1;
         }
@@ -148,73 +452,68 @@ pub fn audit(wt: &Path, lease: Option<(u64, u64)>, strict: bool) -> ProcEvidence
     ev
 }
 
-/// What one process (its `/proc/<pid>` directory, `base`) holds inside
-/// `wt` or on the lease inode `lease`: how ("cwd", "fd 3", "lease fd 4",
-/// "mapping"), and whether any of its entries was closed to us
-/// (`PermissionDenied`). A process that is gone or a zombie (its entries
-/// missing) holds nothing and is not a denial.
-fn audit_one(base: &Path, wt: &Path, lease: Option<(u64, u64)>) -> (Vec<String>, bool) {
-    let inside = |p: &Path| p.starts_with(wt);
+/// What one process holds inside the tree or on the lease inode `lease`:
+/// how ("cwd", "root", "fd 3", "lease fd 4", "mapping", with " (thread
+/// TID)" when a thread other than the leader holds it), and whether any
+/// of its entries was closed to us (`PermissionDenied`). A process that is
+/// gone or a zombie (its entries missing) holds nothing and is not a denial.
+fn audit_one(p: &Proc, tree: &Tree<'_>, lease: Option<Id>, kcmp: bool) -> (Vec<String>, bool) {
     let mut how: Vec<String> = Vec::new();
     let mut denied = false;
-    for link in ["cwd", "root"] {
-        match fs::read_link(base.join(link)) {
-            Ok(p) if inside(&p) => how.push(link.to_string()),
-            Ok(_) => {}
-            Err(e) if e.kind() == ErrorKind::PermissionDenied => denied = true,
-            Err(_) => {} // gone, or a zombie: it holds nothing
+    // cwd and root are per thread (CLONE_FS); a leader that exited has none.
+    for tid in p.distinct(Shared::Fs, kcmp) {
+        for link in ["cwd", "root"] {
+            match id_through(&p.task(tid).join(link)) {
+                Ok(id) if tree.has(id) => how.push(format!("{link}{}", p.thread(tid))),
+                Ok(_) => {}
+                Err(e) if is_denied(&e) => denied = true,
+                Err(_) => {}
+            }
         }
     }
-    match fs::read_dir(base.join("fd")) {
-        Ok(fds) => {
-            for fd in fds.flatten() {
-                let name = fd.file_name().to_string_lossy().into_owned();
-                if fs::read_link(fd.path()).is_ok_and(|p| inside(&p)) {
-                    how.push(format!("fd {name}"));
-                } else if let Some(l) = lease
-                    && fs::metadata(fd.path()).is_ok_and(|m| (m.dev(), m.ino()) == l)
-                {
-                    how.push(format!("lease fd {name}"));
+    denied |= each_fd(p, kcmp, |tid, fd, id| {
+        if tree.has(id) {
+            how.push(format!("fd {fd}{}", p.thread(tid)));
+        } else if Some(id) == lease {
+            how.push(format!("lease fd {fd}{}", p.thread(tid)));
+        }
+    });
+    // Threads share one address space; a leader that exited shows none, so
+    // read the first thread that still has one.
+    for &tid in &p.tids {
+        match fs::read(p.task(tid).join("maps")) {
+            Ok(maps) if maps.is_empty() => continue,
+            Ok(maps) => {
+                if mapped_ids(&maps).any(|id| tree.has_mapped(id)) {
+                    how.push("mapping".into());
                 }
+                break;
             }
-        }
-        Err(e) if e.kind() == ErrorKind::PermissionDenied => denied = true,
-        Err(_) => {}
-    }
-    match fs::read(base.join("maps")) {
-        Ok(maps) => {
-            if maps_inside(&maps, wt) {
-                how.push("mapping".into());
+            Err(e) if is_denied(&e) => {
+                denied = true;
+                break;
             }
+            Err(_) => continue,
         }
-        Err(e) if e.kind() == ErrorKind::PermissionDenied => denied = true,
-        Err(_) => {}
     }
     how.dedup();
     (how, denied)
 }
 
-/// Returns true if a line of `/proc/<pid>/maps` maps a file inside `wt`. The
-/// path is everything after the fifth field (it may hold spaces).
-fn maps_inside(maps: &[u8], wt: &Path) -> bool {
-    use std::os::unix::ffi::OsStrExt;
-    maps.split(|&b| b == b'\n').any(|line| {
-        let mut rest = line;
-        for _ in 0..5 {
-            let trimmed = rest
-                .iter()
-                .position(|&b| b != b' ')
-                .map_or(&rest[rest.len()..], |i| &rest[i..]);
-            rest = trimmed
-                .iter()
-                .position(|&b| b == b' ')
-                .map_or(&trimmed[trimmed.len()..], |i| &trimmed[i..]);
-        }
-        let path = rest
-            .iter()
-            .position(|&b| b != b' ')
-            .map_or(&rest[rest.len()..], |i| &rest[i..]);
-        path.first() == Some(&b'/') && Path::new(std::ffi::OsStr::from_bytes(path)).starts_with(wt)
+/// The `(device, inode)` of every file mapping in a `/proc/PID/maps` text
+/// (proc(5): `address perms offset MAJOR:MINOR inode path`, the device in
+/// hex, the inode in decimal; inode 0 is an anonymous mapping).
+fn mapped_ids(maps: &[u8]) -> impl Iterator<Item = Id> + '_ {
+    maps.split(|&b| b == b'\n').filter_map(|line| {
+        let mut f = line.split(|&b| b == b' ').filter(|w| !w.is_empty()).skip(3);
+        let dev = std::str::from_utf8(f.next()?).ok()?;
+        let ino: u64 = std::str::from_utf8(f.next()?).ok()?.parse().ok()?;
+        let (maj, min) = dev.split_once(':')?;
+        let dev = rustix::fs::makedev(
+            u32::from_str_radix(maj, 16).ok()?,
+            u32::from_str_radix(min, 16).ok()?,
+        );
+        (ino != 0).then_some((dev, ino))
     })
 }
 
@@ -222,7 +521,21 @@ fn maps_inside(maps: &[u8], wt: &Path) -> bool {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use std::os::unix::fs::PermissionsExt;
+    use std::os::fd::OwnedFd;
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+
+    /// The inventory of directory `dir`, as gate 5's walk makes it.
+    fn walk(dir: &Path) -> Inventory {
+        let fd: OwnedFd = fs::File::open(dir).unwrap().into();
+        crate::safety::inventory(&fd)
+    }
+
+    fn this(pid: u32) -> Proc {
+        other_processes()
+            .unwrap()
+            .find(|p| p.pid == pid)
+            .expect("the child is listed")
+    }
 
     /// A `sleep 600` that opened `path` itself (`sh` redirects, then execs),
     /// returned once it has exec'd, so its descriptors are in place. The
@@ -253,6 +566,10 @@ mod tests {
         assert!(!lock_listed(m.dev(), m.ino()), "nothing locked yet");
         f.lock_shared().unwrap();
         assert!(lock_listed(m.dev(), m.ino()), "a shared flock is listed");
+        assert_eq!(
+            Flocks::read().unwrap().on((m.dev(), m.ino()), None),
+            Some(FlockSeen::Shared)
+        );
         drop(f);
         // Closing releases it once no copy of the descriptor is left: one in
         // a child another test forked but has not yet exec'd lives on for a
@@ -260,6 +577,76 @@ mod tests {
         crate::testing::wait_until("the flock to be released", || {
             !lock_listed(m.dev(), m.ino())
         });
+    }
+
+    #[test]
+    fn flocks_parse_holders_waiters_and_superblock_devices() {
+        let text = b"1: FLOCK  ADVISORY  READ 7122 fe:00:100 0 EOF\n\
+            1: -> FLOCK  ADVISORY  WRITE 7123 fe:00:100 0 EOF\n\
+            2: POSIX  ADVISORY  WRITE 99 fe:00:200 0 EOF\n\
+            3: OFDLCK ADVISORY  WRITE -1 fe:00:300 0 EOF\n\
+            4: FLOCK  ADVISORY  WRITE 25284 103:0a:400 0 EOF\n\
+            garbage\n";
+        let f = Flocks::parse(text);
+        let fe = rustix::fs::makedev(0xfe, 0);
+        assert_eq!(
+            f.on((fe, 100), None),
+            Some(FlockSeen::Shared),
+            "the waiter holds nothing"
+        );
+        assert!(f.names((fe, 100), None));
+        assert_eq!(
+            f.on((fe, 200), None),
+            None,
+            "POSIX locks do not conflict with flock"
+        );
+        assert_eq!(f.on((fe, 300), None), None, "nor OFD locks");
+        let big = rustix::fs::makedev(0x103, 0x0a);
+        assert_eq!(f.on((big, 400), None), Some(FlockSeen::Exclusive));
+        assert_eq!(f.on((fe, 400), None), None, "same inode, other device");
+        assert_eq!(
+            f.on((fe, 400), Some(big)),
+            Some(FlockSeen::Exclusive),
+            "a btrfs subvolume's st_dev differs from the superblock's"
+        );
+        assert!(!f.complete(), "parse alone does not know the namespace");
+    }
+
+    #[test]
+    fn mountinfo_gives_a_mount_its_superblock_device() {
+        let text = b"22 1 0:21 / /proc rw,nosuid - proc proc rw\n\
+            36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw\n";
+        assert_eq!(
+            parse_mountinfo_dev(text, 36),
+            Some(rustix::fs::makedev(98, 0))
+        );
+        assert_eq!(
+            parse_mountinfo_dev(text, 22),
+            Some(rustix::fs::makedev(0, 21))
+        );
+        assert_eq!(parse_mountinfo_dev(text, 3), None);
+        // This process's own root mount is listed.
+        let st =
+            rustix::fs::statx(rustix::fs::CWD, "/", AtFlags::empty(), StatxFlags::MNT_ID).unwrap();
+        if st.stx_mask & StatxFlags::MNT_ID.bits() != 0 {
+            assert!(superblock_dev(st.stx_mnt_id).is_some());
+        }
+    }
+
+    #[test]
+    fn maps_give_device_and_inode_whatever_the_path() {
+        let maps = b"7f00-7f01 r-xp 00000000 fd:01 123   /w/t/lib x.so\n\
+            7f02-7f03 rw-p 00000000 00:00 0 \n\
+            7f04-7f05 r--p 00000000 103:0a 77 /elsewhere (deleted)\n\
+            7f02-7f03 rw-p 00000000 00:00 0    [heap]\n";
+        let ids: Vec<Id> = mapped_ids(maps).collect();
+        assert_eq!(
+            ids,
+            [
+                (rustix::fs::makedev(0xfd, 1), 123),
+                (rustix::fs::makedev(0x103, 0x0a), 77)
+            ]
+        );
     }
 
     #[test]
@@ -289,9 +676,10 @@ mod tests {
     fn an_ordinary_user_counts_the_processes_it_cannot_read() {
         let t = tempfile::tempdir().unwrap();
         let wt = fs::canonicalize(t.path()).unwrap();
+        let inv = walk(&wt);
         let wt2 = wt.clone();
         let Some((unreadable, unaudited)) = crate::sys::as_ordinary_user(move || {
-            (holders((0, 0)).1, audit(&wt2, None, false).unaudited)
+            (holders((0, 0)).1, audit(&wt2, &inv, None, false).unaudited)
         }) else {
             crate::testing::skip("root cannot become uid 65534 here");
             return;
@@ -309,11 +697,15 @@ mod tests {
     fn a_process_that_is_gone_holds_nothing_and_denied_nothing() {
         let t = tempfile::tempdir().unwrap();
         let wt = fs::canonicalize(t.path()).unwrap();
+        let inv = walk(&wt);
+        let tree = Tree::of(&inv);
         // cwd, root, fd and maps all missing (ENOENT), as for a reaped pid.
-        assert_eq!(
-            audit_one(&wt.join("gone"), &wt, Some((1, 1))),
-            (vec![], false)
-        );
+        let gone = Proc {
+            pid: 7,
+            base: wt.join("gone"),
+            tids: vec![7],
+        };
+        assert_eq!(audit_one(&gone, &tree, Some((1, 1)), true), (vec![], false));
         let lease = tempfile::NamedTempFile::new().unwrap();
         let m = lease.as_file().metadata().unwrap();
         let mut child = std::process::Command::new("sleep") // forbid: allow (a test holder, not git)
@@ -323,21 +715,18 @@ mod tests {
             .stderr(std::process::Stdio::null())
             .spawn()
             .unwrap();
-        let seen = audit_one(
-            &Path::new("/proc").join(child.id().to_string()),
-            &wt,
-            Some((m.dev(), m.ino())),
-        );
+        let seen = audit_one(&this(child.id()), &tree, Some((m.dev(), m.ino())), true);
         let _ = child.kill();
         let _ = child.wait();
         assert_eq!(seen, (vec!["lease fd 0".to_string()], false));
-        let own = Path::new("/proc/self");
-        let (how, denied) = audit_one(own, Path::new("/"), None);
-        assert!(!denied);
-        assert_eq!(how[..2], ["cwd".to_string(), "root".to_string()]);
-        let Some((how, denied)) =
-            crate::sys::as_ordinary_user(|| audit_one(Path::new("/proc/1"), Path::new("/"), None))
-        else {
+        let Some((how, denied)) = crate::sys::as_ordinary_user(|| {
+            let init = Proc {
+                pid: 1,
+                base: PathBuf::from("/proc/1"),
+                tids: vec![1],
+            };
+            audit_one(&init, &Tree::of(&Inventory::default()), None, true)
+        }) else {
             crate::testing::skip("root cannot become uid 65534 here");
             return;
         };
@@ -399,44 +788,58 @@ mod tests {
     fn audit_reports_its_mode_and_who_can_reach_the_tree() {
         let t = tempfile::tempdir().unwrap();
         let wt = fs::canonicalize(t.path()).unwrap();
+        let inv = walk(&wt);
         for strict in [false, true] {
-            let ev = audit(&wt, None, strict);
+            let ev = audit(&wt, &inv, None, strict);
             assert_eq!(ev.strict, strict);
             assert_eq!(ev.traversable, crate::safety::traversable_by_others(&wt));
         }
         let open = wt.join("open");
         fs::create_dir(&open).unwrap();
         fs::set_permissions(&wt, fs::Permissions::from_mode(0o700)).unwrap();
-        assert!(!audit(&open.join("wt"), None, false).traversable);
+        assert!(!audit(&open.join("wt"), &inv, None, false).traversable);
     }
 
     #[test]
-    fn maps_paths_with_spaces() {
-        let maps = b"7f00-7f01 r-xp 00000000 fd:01 123   /w/t/lib x.so\n7f02-7f03 rw-p 00000000 00:00 0 \n";
-        assert!(maps_inside(maps, Path::new("/w/t")));
-        assert!(!maps_inside(maps, Path::new("/w/tt")));
-        assert!(!maps_inside(
-            b"7f02-7f03 rw-p 00000000 00:00 0    [heap]\n",
-            Path::new("/")
-        ));
-    }
-
-    #[test]
-    fn audit_sees_a_child_with_its_cwd_inside() {
+    fn audit_judges_cwd_and_descriptors_by_identity_not_by_path() {
         let t = tempfile::tempdir().unwrap();
-        let wt = fs::canonicalize(t.path()).unwrap();
+        let wt = fs::canonicalize(t.path()).unwrap().join("wt");
+        fs::create_dir_all(wt.join("sub")).unwrap();
+        fs::write(wt.join("sub/file"), "x").unwrap();
+        let inv = walk(&wt);
         assert!(
-            audit(&wt, None, false).users.is_empty(),
+            audit(&wt, &inv, None, false).users.is_empty(),
             "own cwd/fds do not count"
         );
-        let mut child = std::process::Command::new("sleep") // forbid: allow (a test process, not git)
-            .arg("600")
-            .current_dir(&wt)
+        // The child opens the file itself (see `sleeper_holding`).
+        let mut child = std::process::Command::new("sh") // forbid: allow (a test process, not git)
+            .args(["-c", "cd \"$1/sub\" && exec sleep 600 <file", "sh"])
+            .arg(&wt)
+            .stdin(std::process::Stdio::null())
             .spawn()
             .unwrap();
-        let ev = audit(&wt, None, false);
+        let comm = format!("/proc/{}/comm", child.id());
+        crate::testing::wait_until("the child to exec sleep", || {
+            fs::read_to_string(&comm).is_ok_and(|c| c.trim() == "sleep")
+        });
+        let ev = audit(&wt, &inv, None, false);
+        // The same path with none of the tree's identities: a path prefix
+        // would still say inside; identity says the process holds nothing.
+        let elsewhere = audit(&wt, &Inventory::default(), None, false);
         let _ = child.kill();
         let _ = child.wait();
-        assert_eq!(ev.users, vec![(child.id(), "cwd".to_string())]);
+        assert_eq!(ev.users, vec![(child.id(), "cwd, fd 0".to_string())]);
+        assert!(!elsewhere.users.iter().any(|(p, _)| *p == child.id()));
+    }
+
+    #[test]
+    fn the_initial_pid_namespace_is_known_by_its_inode() {
+        let v = pid_view();
+        // Only a test run inside a container may differ; then it says so.
+        if v.initial != Some(true) {
+            crate::testing::skip("this /proc is not the initial pid namespace's");
+            return;
+        }
+        assert!(Flocks::read().unwrap().complete());
     }
 }

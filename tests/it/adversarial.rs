@@ -152,7 +152,7 @@ impl Fx {
 
     /// Asserts that retiring `id` holds with `reason` and changes nothing.
     #[track_caller]
-    fn refuse(&self, id: &str, reason: &str) {
+    pub(crate) fn refuse(&self, id: &str, reason: &str) {
         let snap = Snapshot::take(&self.env, &self.repo, id);
         let o = self.retire(id);
         assert_code(&o, 1);

@@ -17,6 +17,7 @@ mod config;
 mod exec;
 mod filters;
 mod gitlock;
+mod identity;
 mod list;
 mod logs;
 mod metrics;
