@@ -139,6 +139,9 @@ impl HoldReason {
             FilterUnverifiable => {
                 "add the config line in the detail to your lease config to let lease run that filter as your git config defines it, or commit the change"
             }
+            NotWritable => {
+                "make the listed directories writable (`chmod u+w`), or, as root, clear the listed attributes (`chattr -i -a PATH`), then retry"
+            }
             _ => "inspect the worktree; see docs/reason-codes.md",
         }
     }
@@ -695,6 +698,11 @@ pub struct Inventory {
     pub nested: Vec<Vec<u8>>,
     /// Directories lease could not delete from (no write or search permission).
     pub not_writable: Vec<Vec<u8>>,
+    /// Entries the kernel refuses to delete whoever asks, root included: the
+    /// immutable or append-only attribute (`chattr +i` / `+a`; `statx`
+    /// `STATX_ATTR_IMMUTABLE` / `STATX_ATTR_APPEND`, statx(2)). git would
+    /// delete the rest of the tree around them, then the admin entry.
+    pub pinned: Vec<Vec<u8>>,
     /// `(dev, ino)` of every directory walked, the top included.
     pub dirs: Vec<(u64, u64)>,
     /// `(dev, ino)` of the top and of every entry the walk reached on the
@@ -712,7 +720,8 @@ pub struct Inventory {
 
 /// Gate 5, the walk: no mount, special file, unreadable directory, nested
 /// repository (an initialized submodule, when its path is a gitlink in the
-/// index), or directory lease could not delete from.
+/// index), directory lease could not delete from, or immutable or
+/// append-only entry.
 pub fn gate_inventory(inv: &Inventory, gitlinks: &[Vec<u8>]) -> Result<(), Vec<Hold>> {
     let show = |paths: &[Vec<u8>]| {
         paths
@@ -733,15 +742,27 @@ pub fn gate_inventory(inv: &Inventory, gitlinks: &[Vec<u8>]) -> Result<(), Vec<H
         (HoldReason::Uninventoriable, "unreadable", &inv.unreadable),
         (HoldReason::Submodule, "initialized submodules", &submodules),
         (HoldReason::NestedRepo, "nested repositories", &nested),
-        (
-            HoldReason::NotWritable,
-            "directories lease cannot delete from",
-            &inv.not_writable,
-        ),
     ] {
         if !paths.is_empty() {
             holds.push(Hold::new(reason, format!("{what}: {}", show(paths))));
         }
+    }
+    // One `not-writable` hold for both kinds of entry git cannot delete.
+    let mut unwritable = Vec::new();
+    if !inv.not_writable.is_empty() {
+        unwritable.push(format!(
+            "directories lease cannot delete from: {}",
+            show(&inv.not_writable)
+        ));
+    }
+    if !inv.pinned.is_empty() {
+        unwritable.push(format!(
+            "immutable or append-only entries (`lsattr -d PATH` shows `i` or `a`; root clears them with `chattr -i -a PATH`): {}",
+            show(&inv.pinned)
+        ));
+    }
+    if !unwritable.is_empty() {
+        holds.push(Hold::new(HoldReason::NotWritable, unwritable.join("; ")));
     }
     if holds.is_empty() { Ok(()) } else { Err(holds) }
 }
@@ -1331,6 +1352,24 @@ mod tests {
                 HoldReason::NotWritable
             ]
         );
+        // An immutable or append-only entry alone holds, and with an
+        // undeletable directory both share one `not-writable` hold.
+        let pinned = Inventory {
+            pinned: vec![b"sub/f".to_vec()],
+            ..Inventory::default()
+        };
+        let holds = gate_inventory(&pinned, &[]).unwrap_err();
+        assert_eq!(holds.len(), 1);
+        assert_eq!(holds[0].reason, HoldReason::NotWritable);
+        assert!(holds[0].detail.contains("immutable or append-only entries"));
+        assert!(holds[0].detail.contains("sub/f"));
+        let both = Inventory {
+            not_writable: vec![b"ro".to_vec()],
+            ..pinned
+        };
+        let holds = gate_inventory(&both, &[]).unwrap_err();
+        assert_eq!(holds.len(), 1, "{holds:?}");
+        assert!(holds[0].detail.contains("ro") && holds[0].detail.contains("sub/f"));
     }
 
     #[test]
@@ -1567,7 +1606,8 @@ mod props {
             && i.special.is_empty()
             && i.unreadable.is_empty()
             && i.nested.is_empty()
-            && i.not_writable.is_empty();
+            && i.not_writable.is_empty()
+            && i.pinned.is_empty();
         state_ok && path_ok && lease_ok && procs_ok && content_ok && inventory_ok
     }
 
@@ -1711,14 +1751,16 @@ mod props {
             some_paths(),
             some_paths(),
             some_paths(),
+            some_paths(),
         )
             .prop_map(
-                |(mounts, special, unreadable, nested, not_writable)| Inventory {
+                |(mounts, special, unreadable, nested, not_writable, pinned)| Inventory {
                     mounts,
                     special,
                     unreadable,
                     nested,
                     not_writable,
+                    pinned,
                     ..Inventory::default()
                 },
             );

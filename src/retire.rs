@@ -598,8 +598,9 @@ impl Engine {
 
     /// Gate 5, lease's own walk, made before gate 4 and kept in `held`
     /// (mounts, special files, unreadable or undeletable directories,
-    /// nested repositories and submodules), then git's view (changes,
-    /// untracked, ignored, hidden index edits, operations in progress).
+    /// immutable or append-only entries, nested repositories and
+    /// submodules), then git's view (changes, untracked, ignored, hidden
+    /// index edits, operations in progress).
     fn probe_tree(&self, held: &mut Held) -> Result<Result<(), Vec<Hold>>> {
         if let Some(h) = self.lfs_extensions(&held.rg, &held.wt)? {
             return Ok(Err(vec![h]));

@@ -8,7 +8,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
-use rustix::fs::{AtFlags, Mode, OFlags, ResolveFlags, StatxFlags};
+use rustix::fs::{AtFlags, Mode, OFlags, ResolveFlags, StatxAttributes, StatxFlags};
 
 use crate::plan::{Hold, HoldReason, Inventory, Seen};
 
@@ -226,7 +226,10 @@ impl MountOf {
 /// nested repository and is not entered.
 ///
 /// The same `statx` calls give, at no extra system call, the identity of
-/// every entry: gate 4 judges processes by them ([`Inventory::ids`]).
+/// every entry (gate 4 judges processes by them, [`Inventory::ids`]) and its
+/// attributes: an immutable or append-only entry is listed in
+/// [`Inventory::pinned`] (statx(2) fills `stx_attributes` on filesystems
+/// that keep them, ext4, xfs, btrfs, tmpfs; elsewhere the bits stay clear).
 pub fn inventory(top: &OwnedFd) -> Inventory {
     let mut inv = Inventory::default();
     let Ok(top_st) = lstatx(top, OsStr::new(""), AtFlags::EMPTY_PATH) else {
@@ -241,7 +244,16 @@ pub fn inventory(top: &OwnedFd) -> Inventory {
             st.stx_ino,
         )
     };
+    // The kernel refuses to unlink an immutable or append-only entry, or
+    // anything in an append-only directory, even for root (chattr(1)).
+    let pinned = |st: &rustix::fs::Statx| {
+        st.stx_attributes
+            .intersects(StatxAttributes::IMMUTABLE | StatxAttributes::APPEND)
+    };
     inv.ids.insert(id(&top_st));
+    if pinned(&top_st) {
+        inv.pinned.push(b".".to_vec());
+    }
     inv.table_dev = top_mount
         .mnt_id
         .and_then(crate::os::procfs::superblock_dev)
@@ -311,6 +323,9 @@ pub fn inventory(top: &OwnedFd) -> Inventory {
                 continue;
             }
             inv.ids.insert(id(&st));
+            if pinned(&st) {
+                inv.pinned.push(path.clone());
+            }
             let kind = u32::from(st.stx_mode) & libc::S_IFMT;
             // Any case of `.git` below the top is a nested repository (or a
             // name that git would treat as one on a case-insensitive disk);

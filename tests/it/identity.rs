@@ -2,7 +2,9 @@
 //! mount namespace or behind a bind-mount alias of the tree, a thread that
 //! keeps a cwd or a descriptor table of its own (the main thread may have
 //! exited), a lease held only through `/proc/locks` (a descriptor in flight
-//! over a unix socket, a holder in another pid namespace).
+//! over a unix socket, a holder in another pid namespace); and what git
+//! cannot delete (SPEC "Truthful content probes"): an immutable or
+//! append-only entry.
 //!
 //! Every holder is a real process (python3 with ctypes for the per-thread
 //! cases), every namespace a real `unshare`; each refusal asserts that
@@ -447,4 +449,56 @@ fn a_dry_run_that_cannot_see_every_holder_never_says_would_remove() {
     assert_code(&o, 0);
     assert_eq!(disposition(&o), "removed");
     fx.assert_clean();
+}
+
+/// Clears a file attribute on drop (by exact path), so a failed assertion
+/// never leaves an entry that the temp dir's cleanup cannot delete.
+struct Chattr(PathBuf, &'static str);
+
+impl Drop for Chattr {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("chattr") // forbid: allow (a test fixture, not git)
+            .arg(self.1)
+            .arg(&self.0)
+            .status();
+    }
+}
+
+/// An immutable or append-only entry anywhere in the tree holds
+/// `not-writable` before git runs: as root, git would delete part of such a
+/// tree and then its admin entry. Needs root (`CAP_LINUX_IMMUTABLE`) and a
+/// filesystem that keeps the attributes.
+#[test]
+fn an_immutable_or_append_only_entry_holds_not_writable() {
+    let fx = Fx::new();
+    let (id, wt) = tree_with_sub(&fx);
+    for (path, set, clear) in [
+        (wt.join("sub/f"), "+i", "-i"),
+        (wt.join("sub/f"), "+a", "-a"),
+        (wt.join("sub"), "+i", "-i"),
+        (wt.join("sub"), "+a", "-a"),
+    ] {
+        let set_it = fx.env.cmd("chattr").arg(set).arg(&path).output().unwrap();
+        if !set_it.status.success() {
+            eprintln!(
+                "SKIPPED: `chattr {set}` failed (needs root and a filesystem with attributes): {}",
+                stderr(&set_it)
+            );
+            return;
+        }
+        let guard = Chattr(path.clone(), clear);
+        let snap = Snapshot::take(&fx.env, &fx.repo, &id);
+        let o = fx.retire(&id);
+        assert_code(&o, 1);
+        assert_eq!(reasons(&o), ["not-writable"], "{}", stdout(&o));
+        assert!(
+            stdout(&o).contains("immutable or append-only entries"),
+            "{}",
+            stdout(&o)
+        );
+        snap.assert_held_unchanged(&fx.env, &fx.repo, "not-writable");
+        fx.assert_clean();
+        drop(guard);
+    }
+    fx.remove(&id);
 }
