@@ -1373,6 +1373,57 @@ mod tests {
     }
 
     #[test]
+    fn lease_seen_gate() {
+        let free = LeaseSeen {
+            complete: true,
+            ..LeaseSeen::default()
+        };
+        assert_eq!(gate_lease_seen(&free), Ok(()));
+        let reason = |seen: LeaseSeen| gate_lease_seen(&seen).unwrap_err().reason;
+        let by_fd = LeaseSeen {
+            pids: vec![42],
+            ..free.clone()
+        };
+        assert_eq!(reason(by_fd.clone()), HoldReason::ConsumerAlive);
+        assert!(
+            gate_lease_seen(&by_fd)
+                .unwrap_err()
+                .detail
+                .contains("pid 42")
+        );
+        let by_lock = LeaseSeen {
+            lock: Some(FlockSeen::Shared),
+            ..free.clone()
+        };
+        assert_eq!(reason(by_lock.clone()), HoldReason::ConsumerAlive);
+        assert!(
+            gate_lease_seen(&by_lock)
+                .unwrap_err()
+                .detail
+                .contains("/proc/locks")
+        );
+        let retire = LeaseSeen {
+            pids: vec![7],
+            lock: Some(FlockSeen::Exclusive),
+            ..free.clone()
+        };
+        assert_eq!(reason(retire), HoldReason::RetireInProgress);
+        // A /proc that may hide holders proves nothing about a free lease,
+        // but a holder it does show still decides.
+        let blind = LeaseSeen {
+            complete: false,
+            ..free.clone()
+        };
+        assert_eq!(reason(blind), HoldReason::Unprovable);
+        let blind_held = LeaseSeen {
+            complete: false,
+            ..by_lock
+        };
+        assert_eq!(reason(blind_held), HoldReason::ConsumerAlive);
+        assert!(!free.held() && by_fd.held());
+    }
+
+    #[test]
     fn process_gate() {
         assert_eq!(gate_processes(&ProcEvidence::default()), Ok(()));
         let used = ProcEvidence {
