@@ -767,10 +767,13 @@ pub fn gate_inventory(inv: &Inventory, gitlinks: &[Vec<u8>]) -> Result<(), Vec<H
     if holds.is_empty() { Ok(()) } else { Err(holds) }
 }
 
-/// What the process-reference audit of gate 4 found.
+/// What the process-reference audit of gate 4 found (`os::procfs::audit`:
+/// inside means one of the identities of lease's walk, in any thread).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ProcEvidence {
-    /// Processes using the worktree or the lease inode: pid and how.
+    /// Processes using the worktree or the lease inode: pid and how
+    /// (`cwd`, `root`, `fd 3`, `lease fd 4`, `mapping`; ` (thread TID)` when
+    /// a thread other than the leader holds it).
     pub users: Vec<(u32, String)>,
     /// Processes whose `/proc` entries could not be read.
     pub unaudited: usize,
@@ -865,9 +868,10 @@ pub fn gate_lease_seen(seen: &LeaseSeen) -> Result<(), Hold> {
 }
 
 /// Gate 4: no live process has its cwd, root, a descriptor or a mapping
-/// inside the worktree, or a descriptor on the lease inode. Defense in depth
-/// behind the lock: it catches descendants that closed or unlocked the
-/// inherited descriptor and processes started outside lease.
+/// inside the worktree (by device and inode, whatever name the process sees
+/// the tree by), or a descriptor on the lease inode. Defense in depth behind
+/// the lock: it catches descendants that closed or unlocked the inherited
+/// descriptor and processes started outside lease.
 pub fn gate_processes(ev: &ProcEvidence) -> Result<(), Hold> {
     if !ev.users.is_empty() {
         let who: Vec<String> = ev
