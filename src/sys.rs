@@ -282,10 +282,7 @@ mod tests {
     fn kcmp_tells_a_shared_table_from_an_unshared_one() {
         let me = std::process::id();
         if shares(me, me, Shared::Files).is_none() {
-            #[allow(clippy::print_stderr)]
-            {
-                eprintln!("SKIPPED: kcmp(2) is not available here");
-            }
+            crate::testing::skip("kcmp(2) is not available here");
             return;
         }
         let (tx, rx) = std::sync::mpsc::channel();

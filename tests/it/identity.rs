@@ -119,62 +119,36 @@ fn end(mut child: Child) {
     let _ = child.wait();
 }
 
-/// The first of `choices` (`unshare` options) that works here, or `None`
-/// after saying SKIPPED. `--map-current-user` (`-c`) makes a user namespace
-/// in which lease keeps its uid (so the records' owner still matches), for
-/// root and, where user namespaces are allowed, an ordinary user
-/// (`--keep-caps` keeps the namespace's capabilities across the exec of a
-/// uid that is not 0 there, so it may mount); the options without it need
-/// root.
-fn unshare_with(fx: &Fx, choices: &[&[&'static str]], what: &str) -> Option<Vec<&'static str>> {
-    for args in choices {
-        if fx
-            .env
-            .cmd("unshare")
-            .args(*args)
-            .arg("true")
-            .output()
-            .is_ok_and(|o| o.status.success())
-        {
-            return Some(args.to_vec());
-        }
+/// `unshare` options for a mount namespace of the holder's own, which
+/// lease stays outside of: as root `unshare -m`; as an ordinary user a user
+/// namespace that maps only our uid to itself, keeping its capabilities so
+/// that [`BIND`] may mount (`--keep-caps`). `None` after recording the test
+/// as skipped when neither works here.
+fn holder_ns(fx: &Fx) -> Option<Vec<&'static str>> {
+    let ns: Vec<&'static str> = if is_root() {
+        vec!["-m", "--propagation", "private"]
+    } else {
+        vec!["-cm", "--keep-caps"]
+    };
+    let probe = fx.env.cmd("unshare").args(&ns).arg("true").output();
+    if probe.as_ref().is_ok_and(|o| o.status.success()) {
+        return Some(ns);
     }
-    eprintln!("SKIPPED: no {what} here (`unshare {choices:?}` all fail)");
+    let why = match &probe {
+        Ok(o) => stderr(o).trim().to_string(),
+        Err(e) => e.to_string(),
+    };
+    skip(&format!("unshare {} fails here: {why}", ns.join(" ")));
     None
 }
 
-/// `unshare` options for a new mount namespace.
-fn mount_ns(fx: &Fx) -> Option<Vec<&'static str>> {
-    unshare_with(
-        fx,
-        &[&["-cm", "--keep-caps"], &["-m", "--propagation", "private"]],
-        "mount namespace",
-    )
-}
-
-/// True if lease itself works inside `unshare NS` (`lease list` on an
-/// existing state root), else
-/// false after saying SKIPPED. Inside a user namespace an ordinary user
-/// can map only its own uid: root's directories above the state root (a
-/// sticky `/tmp`) then look like nobody's, and lease refuses the state root
-/// (`lease-dir-unsafe`), as it should.
-fn lease_runs_in(fx: &Fx, ns: &[&str]) -> bool {
-    let o = fx
-        .env
-        .cmd("unshare")
-        .args(ns)
-        .arg(env!("CARGO_BIN_EXE_lease"))
-        .args(["list", "--json"])
-        .output()
-        .unwrap();
-    if !o.status.success() {
-        eprintln!(
-            "SKIPPED: lease cannot run inside `unshare {}` here (an ordinary user's namespace maps only its own uid): {}",
-            ns.join(" "),
-            stderr(&o).trim()
-        );
-    }
-    o.status.success()
+/// Writes [`HOLDER`] and [`BIND`] into the sandbox (which
+/// `support::in_mount_ns` shows at the same path), returning their paths.
+fn scripts(fx: &Fx) -> (PathBuf, PathBuf) {
+    let (holder, bind) = (fx.env.file("holder.py"), fx.env.file("bind.py"));
+    fs::write(&holder, HOLDER).unwrap();
+    fs::write(&bind, BIND).unwrap();
+    (holder, bind)
 }
 
 /// A worktree with a tracked directory `sub` holding `sub/f`.
@@ -204,7 +178,7 @@ fn refuse_in_use(fx: &Fx, id: &str, how: &str) {
 #[test]
 fn a3_a_process_in_another_mount_namespace_counts() {
     let fx = Fx::new();
-    let Some(ns) = mount_ns(&fx) else { return };
+    let Some(ns) = holder_ns(&fx) else { return };
     let (id, wt) = tree_with_sub(&fx);
     let alias = fx.env.root.join("alias");
     fs::create_dir(&alias).unwrap();
@@ -251,51 +225,45 @@ fn a3_a_process_in_another_mount_namespace_counts() {
 #[test]
 fn a3_a_process_behind_a_bind_mount_alias_counts() {
     let fx = Fx::new();
-    let Some(ns) = mount_ns(&fx) else { return };
     let (id, wt) = tree_with_sub(&fx);
-    if !lease_runs_in(&fx, &ns) {
-        return;
-    }
+    let (holder, bind) = scripts(&fx);
     let alias = fx.env.root.join("alias");
     fs::create_dir(&alias).unwrap();
     let ready = fx.env.file("ready");
     let lease = env!("CARGO_BIN_EXE_lease");
     // In the namespace: the alias, then (with a holder) a holder whose cwd
-    // is the alias's `sub`, waited for by its readiness file (the loop ends
-    // with exit 90 if the holder died, 91 after 20 s), then the retire.
-    let run = |with_holder: bool| -> Output {
-        let holder = if with_holder {
+    // is the alias's `sub`, waited for by its readiness file (exit 90 if
+    // the holder died first, 91 after 60 s), then the retire.
+    let run = |with_holder: bool| -> Option<Output> {
+        let start = if with_holder {
             format!(
-                "python3 -c \"$0\" cwd '{a}/sub' '{r}' & hp=$!; i=0; \
-                 while [ ! -e '{r}' ]; do kill -0 $hp 2>/dev/null || exit 90; \
-                 i=$((i+1)); [ $i -gt 2000 ] && exit 91; sleep 0.01; done; ",
-                a = alias.display(),
-                r = ready.display()
+                "python3 {h} cwd {a}/sub {r} & hp=$!; i=0; \
+                 while [ ! -e {r} ]; do kill -0 $hp 2>/dev/null || exit 90; \
+                 i=$((i+1)); [ $i -gt 6000 ] && exit 91; sleep 0.01; done; ",
+                h = sh_quote(&holder),
+                a = sh_quote(&alias),
+                r = sh_quote(&ready)
             )
         } else {
             "hp=; ".to_string()
         };
         let script = format!(
-            "python3 -c \"$1\" '{w}' '{a}' || exit 92; {holder}'{lease}' retire --json {id}; rc=$?; \
+            "python3 {b} {w} {a} || exit 92; {start}'{lease}' retire --json {id}; rc=$?; \
              [ -n \"$hp\" ] && kill -9 $hp; exit $rc",
-            w = wt.display(),
-            a = alias.display(),
+            b = sh_quote(&bind),
+            w = sh_quote(&wt),
+            a = sh_quote(&alias),
         );
-        fx.env
-            .cmd("unshare")
-            .args(&ns)
-            .args(["sh", "-c", &script, HOLDER, BIND])
-            .output()
-            .unwrap()
+        crate::support::in_mount_ns(&fx.env, &script)
     };
     let snap = Snapshot::take(&fx.env, &fx.repo, &id);
-    let o = run(true);
+    let Some(o) = run(true) else { return };
     assert_code(&o, 1);
     assert_eq!(reasons(&o), ["in-use"], "{}", stdout(&o));
     snap.assert_held_unchanged(&fx.env, &fx.repo, "in-use");
     fx.assert_clean();
     // Positive control, in the same namespace with the same alias mounted.
-    let o = run(false);
+    let o = run(false).unwrap();
     assert_code(&o, 0);
     assert_eq!(disposition(&o), "removed");
     assert_eq!(fx.env.record_of(&id)["state"], "removed");
@@ -318,7 +286,9 @@ fn a3_a_thread_keeps_the_tree_even_after_the_main_thread_exited() {
         ("leader-exits", wt.join("sub")),
     ] {
         if mode == "leader-exits" && !["x86_64", "aarch64", "riscv64"].contains(&arch.as_str()) {
-            eprintln!("SKIPPED leader-exits: no SYS_exit number known for {arch}");
+            skip(&format!(
+                "leader-exits: no SYS_exit number known for {arch}"
+            ));
             continue;
         }
         let (child, pid) = holder(&fx, mode, &path);
@@ -424,27 +394,20 @@ fn a_dry_run_that_cannot_see_every_holder_never_says_would_remove() {
     let (id, wt) = fx.worktree(&daemon_script(&ready));
     let consumer = read_pid(&ready);
     let guard = KillOnDrop(consumer);
-    let Some(ns) = unshare_with(
-        &fx,
-        &[&["-cpf", "--mount-proc"], &["-pf", "--mount-proc"]],
-        "pid namespace",
-    ) else {
-        return;
-    };
-    if !lease_runs_in(&fx, &ns) {
-        return;
-    }
-    let inside = |args: &[&str]| -> Output {
-        fx.env
-            .cmd("unshare")
-            .args(&ns)
-            .arg(env!("CARGO_BIN_EXE_lease"))
-            .args(args)
-            .output()
-            .unwrap()
+    // lease in a pid namespace with its own /proc (`unshare -pf
+    // --mount-proc`), inside `support::in_mount_ns`, which gives the power
+    // to make one as root and as an ordinary user.
+    let lease = env!("CARGO_BIN_EXE_lease");
+    let inside = |args: &[&str]| -> Option<Output> {
+        crate::support::in_mount_ns(
+            &fx.env,
+            &format!("exec unshare -pf --mount-proc '{lease}' {}", args.join(" ")),
+        )
     };
     let (tree, record) = (manifest(&wt), fx.env.record_of(&id));
-    let o = inside(&["retire", "--dry-run", "--json", &id]);
+    let Some(o) = inside(&["retire", "--dry-run", "--json", &id]) else {
+        return;
+    };
     assert_code(&o, 1);
     assert_eq!(reasons(&o), ["unprovable"], "{}", stdout(&o));
     assert!(stdout(&o).contains("pid namespace"), "{}", stdout(&o));
@@ -454,13 +417,13 @@ fn a_dry_run_that_cannot_see_every_holder_never_says_would_remove() {
         record,
         "a dry run changed the record"
     );
-    let o = inside(&["list", "--json"]);
+    let o = inside(&["list", "--json"]).unwrap();
     assert_code(&o, 0);
     let items: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(items[0]["locked"], "unknown", "{items:#}");
     // The real retire inside the namespace takes the lock: busy.
     let snap = Snapshot::take(&fx.env, &fx.repo, &id);
-    let o = inside(&["retire", "--json", &id]);
+    let o = inside(&["retire", "--json", &id]).unwrap();
     assert_code(&o, 1);
     assert_eq!(reasons(&o), ["consumer-alive"], "{}", stdout(&o));
     snap.assert_held_unchanged(&fx.env, &fx.repo, "consumer-alive");
@@ -478,7 +441,7 @@ fn a_dry_run_that_cannot_see_every_holder_never_says_would_remove() {
     signal(consumer, "KILL");
     wait_until("the consumer to exit", || !alive(consumer));
     drop(guard);
-    let o = inside(&["retire", "--json", &id]);
+    let o = inside(&["retire", "--json", &id]).unwrap();
     assert_code(&o, 0);
     assert_eq!(disposition(&o), "removed");
     fx.assert_clean();
@@ -503,6 +466,9 @@ impl Drop for Chattr {
 /// filesystem that keeps the attributes.
 #[test]
 fn an_immutable_or_append_only_entry_holds_not_writable() {
+    if !root_or_skip("chattr +i / +a needs CAP_LINUX_IMMUTABLE") {
+        return;
+    }
     let fx = Fx::new();
     let (id, wt) = tree_with_sub(&fx);
     for (path, set, clear) in [
@@ -513,10 +479,10 @@ fn an_immutable_or_append_only_entry_holds_not_writable() {
     ] {
         let set_it = fx.env.cmd("chattr").arg(set).arg(&path).output().unwrap();
         if !set_it.status.success() {
-            eprintln!(
-                "SKIPPED: `chattr {set}` failed (needs root and a filesystem with attributes): {}",
-                stderr(&set_it)
-            );
+            skip(&format!(
+                "`chattr {set}` failed (a filesystem without attributes?): {}",
+                stderr(&set_it).trim()
+            ));
             return;
         }
         let guard = Chattr(path.clone(), clear);
