@@ -35,21 +35,27 @@ pub(crate) fn skip(why: &str) {
     let Some(file) = std::env::var_os(SKIPS_VAR) else {
         return;
     };
-    // One write of one short line with O_APPEND: lines from tests running
-    // in parallel threads (or binaries) never interleave.
-    let line = format!("{name}\t{why}\n");
-    let written = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&file)
-        .and_then(|mut f| f.write_all(line.as_bytes()));
-    if let Err(e) = written {
+    let file = std::path::PathBuf::from(file);
+    if let Err(e) = record_skip(&file, name, &why) {
         let _ = writeln!(
             std::io::stderr(),
             "cannot record the skip in {}: {e}",
-            std::path::Path::new(&file).display()
+            file.display()
         );
     }
+}
+
+/// Appends the record line `<name>\t<why>\n` for one skipped test to
+/// `file` (created if missing): one write of one short line with
+/// `O_APPEND`, so lines from tests in parallel threads (or binaries) never
+/// interleave. `why` holds no tab or newline ([`skip`] replaces them).
+pub(crate) fn record_skip(file: &std::path::Path, name: &str, why: &str) -> std::io::Result<()> {
+    let line = format!("{name}\t{why}\n");
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(file)
+        .and_then(|mut f| f.write_all(line.as_bytes()))
 }
 
 /// Waits until `cond` holds, polling every 10 ms; panics with `what` after

@@ -28,6 +28,7 @@ mod reap;
 mod restore;
 mod retire;
 mod shim;
+mod suite;
 mod transport;
 mod world;
 

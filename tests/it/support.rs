@@ -13,6 +13,8 @@ use sha2::Digest;
 
 #[path = "../../src/testing.rs"]
 mod testing;
+/// Appends one skip record line (see `src/testing.rs`).
+pub(crate) use testing::record_skip;
 /// Says `SKIPPED: <test> (<why>)` and records the running test as skipped
 /// (see `src/testing.rs`); the caller returns right after.
 pub(crate) use testing::skip;
@@ -585,19 +587,26 @@ pub(crate) fn ready_py(path: &Path) -> String {
 }
 
 /// Waits for the readiness file `path` ([`ready_sh`], [`ready_py`]) to hold
-/// a complete line, and returns the pid in it. A complete line that is not
-/// a pid is a test bug and panics.
+/// a complete line ([`complete_line`]), and returns the pid in it. A
+/// complete line that is not a pid is a test bug and panics.
 pub(crate) fn read_pid(path: &Path) -> u32 {
-    let mut line = String::new();
+    let mut line = None;
     wait_until(&format!("a pid line in {}", path.display()), || {
-        line = fs::read_to_string(path).unwrap_or_default();
-        line.ends_with('\n')
+        line = complete_line(&fs::read_to_string(path).unwrap_or_default()).map(str::to_string);
+        line.is_some()
     });
-    line.trim_end()
-        .parse()
+    let line = line.unwrap();
+    line.parse()
         .ok()
         .filter(|&p: &u32| p > 1)
         .unwrap_or_else(|| panic!("{} holds {line:?}, not a pid line", path.display()))
+}
+
+/// The line `text` holds once it is complete (ends in its one newline),
+/// without the newline; `None` while it is still being written (`""`,
+/// `"12"` of `"1234\n"`).
+pub(crate) fn complete_line(text: &str) -> Option<&str> {
+    text.strip_suffix('\n').filter(|l| !l.contains('\n'))
 }
 
 /// True while `pid` exists and is not a zombie (a zombie holds no descriptors).
