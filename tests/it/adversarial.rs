@@ -1424,6 +1424,8 @@ fn c15_no_repository_configured_program_runs_in_any_command() {
         vec!["reap", "--apply"],
         vec!["archive", "drop", short, "--unreachable-ok"],
         vec!["metrics"],
+        vec!["repair", "--dry-run", loose],
+        vec!["repair", loose],
         vec!["adopt", loose],
         vec!["exec", "--adopt", loose, "--", "true"],
         vec!["retire", "--json", loose],
