@@ -2,17 +2,47 @@
 //! and the exit-code table. The only module that prints.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
-/// Writes a line to stdout, ignoring write errors: a closed pipe (`lease list
-/// | head`) must neither panic nor change the exit status.
+/// Writes one line of human output to stdout, its control characters
+/// escaped ([`crate::model::fmt::escape_controls`]: a file name cannot
+/// forge a line or drive the terminal), ignoring write errors: a closed
+/// pipe (`lease list | head`) must neither panic nor change the exit status.
 macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let line = format!($($arg)*);
+        let _ = writeln!(
+            std::io::stdout().lock(),
+            "{}",
+            crate::model::fmt::escape_controls(&line)
+        );
+    }};
+}
+
+/// Writes machine output (JSON, which keeps names exact) to stdout as it
+/// is, ignoring write errors.
+macro_rules! out_raw {
     ($($arg:tt)*) => {{
         use std::io::Write as _;
         let _ = writeln!(std::io::stdout().lock(), $($arg)*);
     }};
 }
 
-/// Writes a line to stderr, ignoring write errors.
+/// Writes one line of human output to stderr, control characters escaped
+/// as by `out!`, ignoring write errors.
 macro_rules! err {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let line = format!($($arg)*);
+        let _ = writeln!(
+            std::io::stderr().lock(),
+            "{}",
+            crate::model::fmt::escape_controls(&line)
+        );
+    }};
+}
+
+/// Writes machine output to stderr as it is (exec's `--json` report).
+macro_rules! err_raw {
     ($($arg:tt)*) => {{
         use std::io::Write as _;
         let _ = writeln!(std::io::stderr().lock(), $($arg)*);
@@ -35,6 +65,7 @@ use crate::report::{GitInfo, RetireReport, TargetReport};
 use crate::retire::{ArchiveMode, Engine};
 use crate::sys::Ended;
 
+mod audit;
 mod config;
 mod generate;
 mod log;
@@ -290,6 +321,11 @@ enum Cmd {
         #[command(subcommand)]
         action: ArchiveCmd,
     },
+    /// Work with the audit log.
+    Audit {
+        #[command(subcommand)]
+        action: AuditCmd,
+    },
     /// Show the effective policy and where each value came from.
     ///
     /// Layers: /etc/lease/config.toml, $XDG_CONFIG_HOME/lease/config.toml
@@ -316,6 +352,21 @@ enum Cmd {
         /// Directory to write `man/lease.1` and `completions/` into.
         #[arg(long, value_name = "DIR")]
         out: PathBuf,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum AuditCmd {
+    /// Walk the audit log's hash chain: exit 0 when intact, 3 at the first
+    /// break (line and kind: torn, malformed, too-long, edited, reordered,
+    /// duplicate, truncated).
+    ///
+    /// A torn line (a crash or a full disk cut a write short) that the next
+    /// line records the recovery of is reported, not a break. Reads only.
+    Verify {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -492,6 +543,9 @@ pub fn run() -> ExitCode {
                     json,
                 },
         } => finish(restore::drop(&id, unreachable_ok, json)),
+        Cmd::Audit {
+            action: AuditCmd::Verify { json },
+        } => finish(audit::verify(json)),
         Cmd::Config { show: _, json } => finish(config::show(json)),
         Cmd::Metrics { out } => finish(metrics::metrics(out.as_deref())),
         Cmd::Generate { out } => finish(generate::generate(&out)),
@@ -554,7 +608,7 @@ fn exec(req: Result<ExecRequest>, json: bool) -> ExitCode {
     }
     if let Some(t) = &res.retire {
         if json {
-            err!("{}", serde_json::to_string(t).expect("a report serializes"));
+            err_raw!("{}", serde_json::to_string(t).expect("a report serializes"));
         } else {
             for line in render_target(t) {
                 err!("lease: {line}");
@@ -627,7 +681,7 @@ fn adopt(path: &std::path::Path, owner: Option<&str>, json: bool) -> Result<u8> 
     let owner = owner.map(Owner::parse).transpose()?;
     let r = crate::launcher::adopt_only(path, owner)?;
     if json {
-        out!(
+        out_raw!(
             "{}",
             serde_json::to_string_pretty(&r).expect("a report serializes")
         );
@@ -721,7 +775,7 @@ fn retire(
         targets: reports,
     };
     if json {
-        out!(
+        out_raw!(
             "{}",
             serde_json::to_string_pretty(&report).expect("a report serializes")
         );
@@ -745,6 +799,7 @@ fn resolve_target(engine: &Engine, t: &str) -> Result<Result<String, TargetRepor
     if looks_like_id {
         return engine.registry().resolve(t).map(Ok);
     }
+    crate::paths::refuse_newline("worktree", std::path::Path::new(t))?;
     let cwd = std::env::current_dir()
         .map_err(|e| Error::Usage(format!("cannot read the current directory: {e}")))?;
     let Some(absolute) = lexical_absolute(&cwd, t) else {
@@ -978,7 +1033,7 @@ fn locked_word(seen: &crate::plan::LeaseSeen) -> &'static str {
 fn list(json: bool) -> Result<u8> {
     let Some(root) = StateRoot::open_existing()? else {
         if json {
-            out!("[]");
+            out_raw!("[]");
         } else {
             out!("no records");
         }
@@ -1005,7 +1060,7 @@ fn list(json: bool) -> Result<u8> {
                 }),
             })
             .collect();
-        out!(
+        out_raw!(
             "{}",
             serde_json::to_string_pretty(&items).expect("json serializes")
         );
@@ -1073,7 +1128,7 @@ fn show(id: &str, json: bool) -> Result<u8> {
     let seen = SeenLeases::of(&reg, &ids).of_record(&r);
     let v = record_json(&r, &seen);
     if json {
-        out!(
+        out_raw!(
             "{}",
             serde_json::to_string_pretty(&v).expect("json serializes")
         );

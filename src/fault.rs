@@ -12,15 +12,44 @@
 //!   handshake) and waits until `<dir>/resume-<step>` exists.
 //! - `LEASE_FI_FAIL_WRITE=<n>`: the n-th durable write of the process (a
 //!   record or an audit line) fails with `ENOSPC`.
+//! - `LEASE_FI_TORN_WRITE=<n>`: the n-th durable write, if it is an audit
+//!   line, writes the first half of its bytes, then fails with `ENOSPC` (a
+//!   disk that filled in the middle of the line).
+//! - `LEASE_FI_CRASH_WRITE=<n>`: the process kills itself with SIGKILL just
+//!   before its n-th durable write (kill -9 at every step, in order).
+//! - `LEASE_FI_ENOSPC_AFTER=<step>`: once the process passed the named
+//!   step, every durable write fails with `ENOSPC` (a disk that filled
+//!   while the command ran).
 //! - `LEASE_FI_LOCK_ERROR=1`: the retirer's flock fails (`lease.rs`).
 //! - `LEASE_FI_FULL_WHILE=<path>`: every filesystem reports 0 free bytes
 //!   while `path` exists (a disk that a reap can free by removing it).
+
+/// Set once the step `LEASE_FI_ENOSPC_AFTER` names was passed.
+#[cfg(feature = "fault-injection")]
+static FULL: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// How many durable writes this process has begun.
+#[cfg(feature = "fault-injection")]
+static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+#[cfg(feature = "fault-injection")]
+fn knob(name: &str) -> Option<u64> {
+    std::env::var(name).ok().and_then(|v| v.parse::<u64>().ok())
+}
+
+#[cfg(feature = "fault-injection")]
+fn enospc() -> std::io::Error {
+    std::io::Error::from_raw_os_error(libc::ENOSPC)
+}
 
 /// Marks a named step; see the module docs.
 #[cfg(feature = "fault-injection")]
 pub fn point(step: &str) {
     if std::env::var_os("LEASE_FI_CRASH").is_some_and(|s| s == step) {
         crate::sys::kill_self();
+    }
+    if std::env::var_os("LEASE_FI_ENOSPC_AFTER").is_some_and(|s| s == step) {
+        FULL.store(true, std::sync::atomic::Ordering::SeqCst);
     }
     if std::env::var_os("LEASE_FI_PAUSE").is_some_and(|s| s == step) {
         let Some(dir) = std::env::var_os("LEASE_FI_DIR").map(std::path::PathBuf::from) else {
@@ -39,18 +68,38 @@ pub fn point(step: &str) {
 }
 
 /// Counts a durable write; fails it with `ENOSPC` when it is the one
-/// `LEASE_FI_FAIL_WRITE` names.
+/// `LEASE_FI_FAIL_WRITE` names or `LEASE_FI_ENOSPC_AFTER`'s step was
+/// passed; dies of SIGKILL before the one `LEASE_FI_CRASH_WRITE` names.
 #[cfg(feature = "fault-injection")]
 pub fn write() -> std::io::Result<()> {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static WRITES: AtomicU64 = AtomicU64::new(0);
+    use std::sync::atomic::Ordering;
     let n = WRITES.fetch_add(1, Ordering::SeqCst) + 1;
-    let fail = std::env::var("LEASE_FI_FAIL_WRITE")
-        .ok()
-        .and_then(|v| v.parse::<u64>().ok());
-    if fail == Some(n) {
-        return Err(std::io::Error::from_raw_os_error(libc::ENOSPC));
+    if knob("LEASE_FI_CRASH_WRITE") == Some(n) {
+        crate::sys::kill_self();
     }
+    if knob("LEASE_FI_FAIL_WRITE") == Some(n) || FULL.load(Ordering::SeqCst) {
+        return Err(enospc());
+    }
+    Ok(())
+}
+
+/// After [`write`] counted an audit line's write: when it is the one
+/// `LEASE_FI_TORN_WRITE` names, writes the first half of `bytes` to `f`
+/// and fails with `ENOSPC`, as a disk that filled in the middle would.
+#[cfg(feature = "fault-injection")]
+pub fn write_torn(f: &mut impl std::io::Write, bytes: &[u8]) -> std::io::Result<()> {
+    let n = WRITES.load(std::sync::atomic::Ordering::SeqCst);
+    if knob("LEASE_FI_TORN_WRITE") == Some(n) {
+        f.write_all(&bytes[..bytes.len() / 2])?;
+        return Err(enospc());
+    }
+    Ok(())
+}
+
+/// Without the `fault-injection` feature, no write is ever torn on purpose.
+#[cfg(not(feature = "fault-injection"))]
+#[inline(always)]
+pub fn write_torn(_f: &mut impl std::io::Write, _bytes: &[u8]) -> std::io::Result<()> {
     Ok(())
 }
 

@@ -49,6 +49,10 @@ pub struct HoldReport {
     pub previous: Option<Retention>,
 }
 
+/// The latest `--until`: 9999-12-31T23:59:59Z, the last second RFC 3339
+/// can write, as a span from the epoch.
+const LATEST_UNTIL: Duration = Duration::from_secs(253_402_300_799);
+
 /// Parses WHEN: RFC 3339 (`2026-03-01T12:00:00Z`, `+02:00` offsets too) or a
 /// span from `now` (`7d`, `12h`, `1week 2d`). Returns RFC 3339 UTC seconds.
 ///
@@ -72,6 +76,11 @@ pub fn parse_until(s: &str, now: SystemTime) -> Result<String> {
     };
     if at <= now {
         return Err(bad("that is in the past"));
+    }
+    // RFC 3339 has four-digit years: a later time cannot be written (and
+    // humantime's formatter panics on one), so it is a usage error.
+    if at > SystemTime::UNIX_EPOCH + LATEST_UNTIL {
+        return Err(bad("too far away (the latest is 9999-12-31T23:59:59Z)"));
     }
     Ok(humantime::format_rfc3339_seconds(at).to_string())
 }
@@ -113,6 +122,13 @@ pub fn hold(reg: &Registry, req: &HoldRequest) -> Result<HoldReport> {
     let reason = req.reason.trim();
     if reason.is_empty() {
         return Err(Error::Usage("`--reason` must not be empty".into()));
+    }
+    if reason.len() > crate::registry::MAX_DETAIL_BYTES {
+        return Err(Error::Usage(format!(
+            "`--reason` is {} bytes long; the limit is {} (say more in a file and name it)",
+            reason.len(),
+            crate::registry::MAX_DETAIL_BYTES
+        )));
     }
     let owner = match &req.owner {
         Some(o) => o.clone(),
@@ -299,6 +315,24 @@ mod tests {
                 "{bad}"
             );
         }
+    }
+
+    #[test]
+    fn a_span_or_time_past_year_9999_is_a_usage_error_not_a_panic() {
+        let now = at("2026-01-01T00:00:00Z");
+        for far in [
+            "999999999999d",
+            "300000years",
+            "9999-12-31T23:00:00-05:00",
+            "18446744073709551615s",
+        ] {
+            assert!(matches!(parse_until(far, now), Err(Error::Usage(_))), "{far}");
+        }
+        assert_eq!(
+            parse_until("9999-12-31T23:59:59Z", now).unwrap(),
+            "9999-12-31T23:59:59Z",
+            "the last second is still allowed"
+        );
     }
 
     #[test]

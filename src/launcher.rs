@@ -223,6 +223,7 @@ pub struct AdoptReport {
 /// through the gates. A worktree that already has a record is a usage
 /// error naming it.
 pub fn adopt_only(path: &Path, owner: Option<Owner>) -> Result<AdoptReport> {
+    crate::paths::refuse_newline("worktree", path)?;
     let root = crate::paths::StateRoot::open_or_create()?;
     let reg = Registry::new(root);
     let git = Git::resolve()?;
@@ -298,7 +299,11 @@ fn caller_dir(req: &ExecRequest) -> Result<PathBuf> {
         None => std::env::current_dir()
             .map_err(|e| Error::Usage(format!("cannot read the current directory: {e}")))?,
     };
-    fs::canonicalize(&dir).map_err(|e| Error::Usage(format!("repository `{}`: {e}", dir.display())))
+    crate::paths::refuse_newline("repository", &dir)?;
+    let dir = fs::canonicalize(&dir)
+        .map_err(|e| Error::Usage(format!("repository `{}`: {e}", dir.display())))?;
+    crate::paths::refuse_newline("repository", &dir)?;
+    Ok(dir)
 }
 
 /// Returns the canonical common git dir of the repository containing `dir`.
@@ -314,9 +319,11 @@ fn common_dir(git: &Git, dir: &Path) -> Result<PathBuf> {
             String::from_utf8_lossy(&out.stderr).trim()
         )));
     }
-    let p = PathBuf::from(std::ffi::OsStr::from_bytes(
-        git::first_line(&out.stdout).as_bytes(),
-    ));
+    // One path and its newline: a second line means a path with a newline
+    // in it, which `first_line` would cut into another repository's path.
+    let printed = out.stdout.strip_suffix(b"\n").unwrap_or(&out.stdout);
+    let p = PathBuf::from(std::ffi::OsStr::from_bytes(printed));
+    crate::paths::refuse_newline("git directory", &p)?;
     fs::canonicalize(&p).at(&p)
 }
 
@@ -843,8 +850,10 @@ fn adopt(
     req: &ExecRequest,
     session: Session,
 ) -> Result<Prepared> {
+    crate::paths::refuse_newline("worktree", path)?;
     let wt = fs::canonicalize(path)
         .map_err(|e| Error::Usage(format!("cannot adopt `{}`: {e}", path.display())))?;
+    crate::paths::refuse_newline("worktree", &wt)?;
     let common = match crate::reader::common_of_linked(&wt) {
         Some(c) => c,
         None => common_dir(git, &wt)?,
@@ -1097,9 +1106,14 @@ fn run(reg: &Registry, git: Git, p: Prepared, req: &ExecRequest) -> Result<ExecR
     rustix::io::fcntl_setfd(&p.child_fd, rustix::io::FdFlags::empty())
         .at_do("cannot pass", &p.lease.path())?;
     let spawned = cmd.spawn();
-    rustix::io::fcntl_setfd(&p.child_fd, rustix::io::FdFlags::CLOEXEC)
-        .at_do("cannot keep", &p.lease.path())?;
     let mut notes = Vec::new();
+    // From here on the command may run: nothing returns early, so exec's
+    // status is the command's (SPEC "The command's world").
+    if let Err(e) = rustix::io::fcntl_setfd(&p.child_fd, rustix::io::FdFlags::CLOEXEC) {
+        notes.push(format!(
+            "lease: cannot set close-on-exec on the lease again ({e}); a later child of lease may inherit it"
+        ));
+    }
     let ended = match spawned {
         Ok(child) => {
             let pid = child.id();
@@ -1144,21 +1158,15 @@ fn run(reg: &Registry, git: Git, p: Prepared, req: &ExecRequest) -> Result<ExecR
             Ended::Code(code)
         }
     };
+    crate::fault::point("exec-ran");
     // The command may have changed the config: read filter drivers afresh.
     Git::forget_filters();
-    let common = PathBuf::from(&reg.get(&p.id)?.repo);
-    let head = match crate::reader::Reader::open(&common)
-        .and_then(|r| r.head_commit(&crate::retire::linked_admin(&common, &p.worktree)?))
-    {
-        Some(h) => h,
-        None => git.repo(&common).ok().and_then(|rg| {
-            rg.cmd(&p.worktree)
-                .args(["rev-parse", "--verify", "-q", "HEAD"])
-                .output()
-                .ok()
-                .filter(|o| o.ok)
-                .map(|o| git::first_line(&o.stdout))
-        }),
+    let head = match reg.get(&p.id) {
+        Ok(r) => head_of(&git, Path::new(&r.repo), &p.worktree),
+        Err(e) => {
+            notes.push(format!("lease: cannot read the record after the command: {e}"));
+            None
+        }
     };
     // Close both of our descriptors: the locks end with them (never LOCK_UN).
     drop(p.child_fd);
@@ -1198,7 +1206,7 @@ fn run(reg: &Registry, git: Git, p: Prepared, req: &ExecRequest) -> Result<ExecR
         holders: holders.clone(),
     };
     let me = std::process::id();
-    let state = reg.update(&p.id, |r| {
+    let recorded = reg.update(&p.id, |r| {
         let mine = r
             .sessions
             .iter_mut()
@@ -1228,11 +1236,22 @@ fn run(reg: &Registry, git: Git, p: Prepared, req: &ExecRequest) -> Result<ExecR
             }
         }
         Ok(r.state)
-    })?;
-    let retire = if p.created_now && !req.keep && state == State::Terminal {
-        Some(Engine::new(reg.clone(), git, false).retire(&p.id))
-    } else {
-        None
+    });
+    let retire = match recorded {
+        Ok(State::Terminal) if p.created_now && !req.keep => {
+            Some(Engine::new(reg.clone(), git, false).retire(&p.id))
+        }
+        Ok(_) => None,
+        Err(e) => {
+            // The command ran: its status stands whatever lease fails to
+            // record now (SPEC "The command's world"). The record stays
+            // `active` with a dead launcher, which retire and reap resolve.
+            notes.push(format!(
+                "lease: the command ran, but lease could not record its end: {e}; its exit status is passed on as is; once the cause is fixed, `lease reap --apply` finishes record {}",
+                &p.id[..8.min(p.id.len())]
+            ));
+            None
+        }
     };
     Ok(ExecResult {
         ended,
@@ -1240,6 +1259,25 @@ fn run(reg: &Registry, git: Git, p: Prepared, req: &ExecRequest) -> Result<ExecR
         notes,
         retire,
     })
+}
+
+/// The worktree's HEAD commit after the command, read in process where
+/// [`crate::reader::Reader`] can, else with `git rev-parse`; `None` when
+/// neither can tell.
+fn head_of(git: &Git, common: &Path, worktree: &Path) -> Option<String> {
+    match crate::reader::Reader::open(common)
+        .and_then(|r| r.head_commit(&crate::retire::linked_admin(common, worktree)?))
+    {
+        Some(h) => h,
+        None => git.repo(common).ok().and_then(|rg| {
+            rg.cmd(worktree)
+                .args(["rev-parse", "--verify", "-q", "HEAD"])
+                .output()
+                .ok()
+                .filter(|o| o.ok)
+                .map(|o| git::first_line(&o.stdout))
+        }),
+    }
 }
 
 #[cfg(test)]
@@ -1280,6 +1318,23 @@ mod tests {
         assert_eq!(MinFree::parse("1GiB").unwrap(), MinFree::Bytes(1 << 30));
         assert_eq!(MinFree::parse("5%").unwrap(), MinFree::Percent(5));
         assert!(MinFree::parse("101%").is_err());
+        // Overflow is a usage error, never a wrap or a panic.
+        for huge in [
+            "99999999999999999999G",
+            "18446744073709551615K",
+            "16777216T",
+            "18446744073709551616",
+            "256%",
+            "-1%",
+            "-5G",
+        ] {
+            assert!(matches!(MinFree::parse(huge), Err(Error::Usage(_))), "{huge}");
+        }
+        assert_eq!(
+            MinFree::parse("16777215T").unwrap(),
+            MinFree::Bytes(16_777_215 << 40),
+            "the largest whole terabytes that fit"
+        );
         assert!(MinFree::parse("lots").is_err());
         assert!(MinFree::parse("").is_err());
     }

@@ -39,6 +39,7 @@ pub mod hold;
 pub mod launcher;
 pub mod lease;
 pub mod metrics;
+pub mod model;
 pub mod os;
 pub mod paths;
 pub mod plan;

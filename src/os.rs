@@ -1,3 +1,4 @@
 //! Adapters that talk to the kernel (ARCHITECTURE.md floor 3).
 
+pub mod fs;
 pub mod procfs;

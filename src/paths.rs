@@ -47,7 +47,8 @@ impl StateRoot {
                 path.display()
             )));
         }
-        Ok(path)
+        refuse_newline("state root", &path)?;
+        Ok(lexically_normal(&path))
     }
 
     /// Opens the state root, creating it (0700) and its subdirectories if needed.
@@ -298,25 +299,66 @@ fn check_local_fs(path: &Path) -> Result<()> {
 }
 
 /// Opens `path` as a lock file, creating it private (mode 0600) if missing,
-/// never through a symlink at its last component (`O_NOFOLLOW`), and takes
-/// `LOCK_EX` on it, waiting for the holder. The lock lasts while the
+/// never through a symlink at its last component (`O_NOFOLLOW`), never
+/// waiting on open (`O_NONBLOCK`), and only if it is a regular file; then
+/// takes `LOCK_EX` on it, waiting for the holder. The lock lasts while the
 /// returned file is open.
 ///
 /// # Errors
-/// [`Error::Io`] naming `path` if it cannot be opened (a
-/// symlink gives `ELOOP`) or locked.
+/// [`Error::Io`] naming `path` if it cannot be opened, is a symlink, FIFO,
+/// device or anything but a regular file ([`crate::os::fs`]), or cannot be
+/// locked.
 pub fn lock_private(path: &Path) -> Result<fs::File> {
-    let f = fs::OpenOptions::new()
+    open_lock_file(path, true, true)?
+        .ok_or_else(|| Error::Usage(format!("lock file `{}` is missing", path.display())))
+        .and_then(|f| {
+            f.lock().at_do("cannot lock", path)?;
+            Ok(f)
+        })
+}
+
+/// Opens the lock file `path` for reading, and for writing with `write`
+/// (`create`: making it 0600 if missing; else `Ok(None)` when it is
+/// missing), with
+/// `O_NOFOLLOW|O_NONBLOCK|O_NOCTTY`, refusing anything but a regular file:
+/// an existing name is `lstat`ed first, so a FIFO or device is never
+/// opened, and the descriptor is checked again.
+pub fn open_lock_file(path: &Path, create: bool, write: bool) -> Result<Option<fs::File>> {
+    match fs::symlink_metadata(path) {
+        Ok(m) => {
+            if let Some(kind) = crate::os::fs::special_kind(m.file_type()) {
+                return Err(Error::Io {
+                    action: "cannot use",
+                    path: path.to_path_buf(),
+                    source: std::io::Error::new(
+                        std::io::ErrorKind::InvalidData,
+                        format!("is {kind}, not a regular file"),
+                    ),
+                });
+            }
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            if !create {
+                return Ok(None);
+            }
+        }
+        Err(e) => return Err(e).at_do("cannot open", path),
+    }
+    let opened = fs::OpenOptions::new()
         .read(true)
-        .write(true)
-        .create(true)
+        .write(write || create)
+        .create(create)
         .truncate(false)
         .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(path)
-        .at_do("cannot open", path)?;
-    f.lock().at_do("cannot lock", path)?;
-    Ok(f)
+        .custom_flags(crate::os::fs::UNTRUSTED_OPEN_FLAGS | libc::O_CLOEXEC)
+        .open(path);
+    let f = match opened {
+        Ok(f) => f,
+        Err(e) if !create && e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(crate::os::fs::symlink_is_invalid(e)).at_do("cannot open", path),
+    };
+    crate::os::fs::check_regular(&f).at_do("cannot use", path)?;
+    Ok(Some(f))
 }
 
 /// Writes `bytes` to `path` atomically and durably: a temporary file in the
@@ -384,6 +426,33 @@ pub fn remove_scratch(root: &StateRoot, path: &Path) -> Result<()> {
     // The state root is the user's private 0700 directory (SPEC threat model);
     // std's recursive delete does not follow symlinks below its start.
     fs::remove_dir_all(path).at_do("cannot remove", path) // forbid: allow remove_dir_all
+}
+
+/// `path` with `//`, `/./` and a trailing `/` removed, lexically (SPEC "Bad
+/// input and faults": `LEASE_HOME` is normalized before use). `..` is kept
+/// as it is: only the filesystem knows what it names, and the canonical
+/// check of [`check_private_dir`] refuses it. Every path lease builds under
+/// the state root then has the one spelling git prints for it; without
+/// this, `LEASE_HOME=/x//state` made every created worktree hold
+/// `not-registered` (its recorded path never matched `git worktree list`).
+pub fn lexically_normal(path: &Path) -> PathBuf {
+    path.components().collect()
+}
+
+/// Refuses a path with a newline in it (SPEC "Bad input and faults": a
+/// target path containing a newline is a usage error): git prints paths
+/// one per line outside `-z` formats (`rev-parse --git-common-dir`), so
+/// `/r/a<newline>/b` would be read back as `/r/a`, another repository.
+/// `what` names the path in the message (`repository`, `worktree`, ...).
+pub fn refuse_newline(what: &str, path: &Path) -> Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    if path.as_os_str().as_bytes().contains(&b'\n') {
+        return Err(Error::Usage(format!(
+            "{what} path `{}` contains a newline; lease refuses such paths (rename it)",
+            crate::model::fmt::escape_controls(&path.to_string_lossy())
+        )));
+    }
+    Ok(())
 }
 
 /// Returns the UTF-8 form of a path that will be stored in a record; paths
@@ -538,6 +607,15 @@ mod tests {
             StateRoot::locate_with(env(&[("XDG_STATE_HOME", ""), ("HOME", "/h")])).unwrap(),
             Path::new("/h/.local/state/lease")
         );
+        // Lexically normal, whatever the spelling: byte for byte what git prints.
+        for spelled in ["/l//s", "/l/./s", "/l/s/", "//l/s//", "/l/././s/."] {
+            let pairs: &'static [(&'static str, &'static str)] =
+                Box::leak(vec![("LEASE_HOME", spelled)].into_boxed_slice());
+            let got = StateRoot::locate_with(env(pairs)).unwrap();
+            assert_eq!(got.as_os_str(), "/l/s", "{spelled}");
+        }
+        let e = StateRoot::locate_with(env(&[("LEASE_HOME", "/l/a\nb")])).unwrap_err();
+        assert!(matches!(&e, Error::Usage(m) if m.contains("newline")), "{e}");
         assert!(matches!(
             StateRoot::locate_with(env(&[("HOME", "")])),
             Err(Error::Usage(_))

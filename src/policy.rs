@@ -432,12 +432,21 @@ pub fn resolve(layers: &[(LayerFrom, Layer)]) -> Result<Policy> {
     Ok(p)
 }
 
+/// An absolute path without a newline, normalized lexically (`//`, `/./`
+/// and a trailing `/` removed, as `LEASE_HOME` is: SPEC "Bad input and
+/// faults"), so paths built under it have the one spelling git prints.
 fn absolute(p: &Path) -> std::result::Result<PathBuf, String> {
-    if p.is_absolute() {
-        Ok(p.to_path_buf())
-    } else {
-        Err(format!("`{}` is not an absolute path", p.display()))
+    use std::os::unix::ffi::OsStrExt;
+    if !p.is_absolute() {
+        return Err(format!("`{}` is not an absolute path", p.display()));
     }
+    if p.as_os_str().as_bytes().contains(&b'\n') {
+        return Err(format!(
+            "`{}` contains a newline; lease refuses such paths",
+            p.display().to_string().escape_debug()
+        ));
+    }
+    Ok(p.components().collect())
 }
 
 /// Validates a trusted filter driver name: what follows `filter=` in
@@ -542,16 +551,37 @@ pub fn parse_file(path: &Path, text: &str) -> Result<Layer> {
     })
 }
 
-/// Reads a config file; `Ok(None)` if it does not exist and `required` is false.
+/// The largest config file lease reads (bytes; docs/config.md).
+pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
+
+/// Reads a config file; `Ok(None)` if it does not exist and `required` is
+/// false. The file must be a regular file of at most [`MAX_CONFIG_BYTES`],
+/// opened without following a symlink or waiting on a FIFO
+/// ([`crate::os::fs::read_regular`]); anything else is a usage error naming
+/// the file (SPEC "Bad input and faults").
 fn read_file(path: &Path, required: bool) -> Result<Option<Layer>> {
-    match std::fs::read_to_string(path) {
-        Ok(t) => parse_file(path, &t).map(Some),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound && !required => Ok(None),
-        Err(e) => Err(Error::Usage(format!(
-            "cannot read config file `{}`: {e}",
-            path.display()
-        ))),
-    }
+    let text = match crate::os::fs::read_regular(path, MAX_CONFIG_BYTES) {
+        Ok(b) => String::from_utf8(b).map_err(|_| {
+            Error::Usage(format!(
+                "config file `{}` is not UTF-8 text; fix it or remove it",
+                path.display()
+            ))
+        })?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && !required => return Ok(None),
+        Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+            return Err(Error::Usage(format!(
+                "config file `{}` {e}; name a regular file (for a symlink, the file it points to)",
+                path.display()
+            )));
+        }
+        Err(e) => {
+            return Err(Error::Usage(format!(
+                "cannot read config file `{}`: {e}",
+                path.display()
+            )));
+        }
+    };
+    parse_file(path, &text).map(Some)
 }
 
 /// The user config file: `$XDG_CONFIG_HOME/lease/config.toml`, else
@@ -930,6 +960,13 @@ mod tests {
         assert_eq!(git.value, PathBuf::from("/opt/git"));
         assert_eq!(git.source, Source::Env("LEASE_GIT".into()));
         assert!(resolve(&[file("/a", g("git"))]).is_err(), "relative git");
+        let root = |p: &str| Layer {
+            worktree_root: Some(p.into()),
+            ..Layer::default()
+        };
+        let p = resolve(&[file("/a", root("/w//t/./r/"))]).unwrap();
+        assert_eq!(p.worktree_root.unwrap().value.as_os_str(), "/w/t/r");
+        assert!(resolve(&[file("/a", root("/w/a\nb"))]).is_err(), "a newline");
         let bad_remote = Layer {
             trusted_remote: Some("a/b".into()),
             ..Layer::default()

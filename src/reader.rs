@@ -32,6 +32,18 @@ use crate::git::WorktreeEntry;
 /// The object id git prints for an unborn branch.
 const ZERO: &str = "0000000000000000000000000000000000000000";
 
+/// The largest git file (`.git`, `commondir`, `gitdir`, `locked`, `HEAD`)
+/// read here, in bytes: each holds a path, a reason or a ref. A larger one,
+/// a FIFO, a device or a symlink is not read ([`crate::os::fs::read_regular`]):
+/// the CLI answers.
+const MAX_GIT_FILE_BYTES: u64 = 64 << 10;
+
+/// Reads one small git file of a worktree or admin directory: a regular
+/// file, never followed, never waited on, at most [`MAX_GIT_FILE_BYTES`].
+fn read_git_file(path: &Path) -> std::io::Result<Vec<u8>> {
+    crate::os::fs::read_regular(path, MAX_GIT_FILE_BYTES)
+}
+
 /// Extension keys libgit2 1.9 reads as git does (lowercase, as config
 /// normalizes them). `objectformat` is further limited to `sha1`.
 const KNOWN_EXTENSIONS: &[&str] = &["noop", "objectformat", "worktreeconfig"];
@@ -108,10 +120,10 @@ pub fn common_of_linked(wt: &Path) -> Option<PathBuf> {
     if !owned(wt) || !owned(&dotgit) {
         return None;
     }
-    let text = fs::read(&dotgit).ok()?;
+    let text = read_git_file(&dotgit).ok()?;
     let admin = Path::new(OsStr::from_bytes(trim_end(text.strip_prefix(b"gitdir: ")?)));
     let admin = fs::canonicalize(wt.join(admin)).ok()?;
-    let common = fs::read(admin.join("commondir")).ok()?;
+    let common = read_git_file(&admin.join("commondir")).ok()?;
     let common = fs::canonicalize(admin.join(OsStr::from_bytes(trim_end(&common)))).ok()?;
     let back = crate::retire::linked_admin(&common, wt)?;
     (back == admin && owned(&admin)).then_some(common)
@@ -192,11 +204,10 @@ impl Reader {
         for ent in dir {
             let admin = ent.ok()?.path();
             // git skips an entry whose gitdir file is missing or empty.
-            let Ok(gitdir) = fs::read(admin.join("gitdir")) else {
-                if admin.join("gitdir").exists() {
-                    return None;
-                }
-                continue;
+            let gitdir = match read_git_file(&admin.join("gitdir")) {
+                Ok(g) => g,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(_) => return None,
             };
             if gitdir.is_empty() {
                 continue;
@@ -208,7 +219,7 @@ impl Reader {
             }
             let mut e = self.entry(path, &admin.join("HEAD"))?;
             let locked = admin.join("locked");
-            match fs::read(&locked) {
+            match read_git_file(&locked) {
                 Ok(r) => e.locked = Some(String::from_utf8_lossy(trim(&r)).into_owned()),
                 Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
                 Err(_) => return None,
@@ -240,7 +251,7 @@ impl Reader {
         if !fs::symlink_metadata(file).ok()?.file_type().is_file() {
             return None;
         }
-        let text = fs::read(file).ok()?;
+        let text = read_git_file(file).ok()?;
         let text = trim_end(&text);
         if let Some(rest) = text.strip_prefix(b"ref:") {
             let name = std::str::from_utf8(trim(rest)).ok()?;

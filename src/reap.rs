@@ -39,7 +39,7 @@ use std::collections::BTreeSet;
 use std::fs;
 use std::io::ErrorKind;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
@@ -245,20 +245,9 @@ pub struct ReaperLock {
 /// holds it.
 pub fn lock_reaper(root: &StateRoot, create: bool) -> Result<ReaperLock> {
     let path = root.locks().join("reap.lock");
-    let opened = fs::OpenOptions::new()
-        .read(true)
-        .write(create)
-        .create(create)
-        .truncate(false)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(&path);
-    let file = match opened {
-        Ok(f) => f,
-        Err(e) if !create && e.kind() == ErrorKind::NotFound => {
-            return Ok(ReaperLock { _file: None });
-        }
-        Err(e) => return Err(e).at_do("cannot open", &path),
+    // Never through a symlink, never waiting on a FIFO, regular files only.
+    let Some(file) = crate::paths::open_lock_file(&path, create, create)? else {
+        return Ok(ReaperLock { _file: None });
     };
     match file.try_lock() {
         Ok(()) => Ok(ReaperLock { _file: Some(file) }),

@@ -33,6 +33,63 @@ pub const SCHEMA: u64 = 1;
 /// How many launcher sessions a record keeps (SPEC/Record: the last 16).
 pub const MAX_SESSIONS: usize = 16;
 
+/// The largest record file lease reads (bytes; docs/record.md "Bounds"). A
+/// record keeps at most [`MAX_SESSIONS`] sessions and [`MAX_ATTEMPTS`]
+/// attempts with bounded details, so a record lease wrote stays far below
+/// it; a larger file is reported corrupt, never read without end.
+pub const MAX_RECORD_BYTES: u64 = 4 << 20;
+
+/// How many held retires a record keeps in `attempts` (SPEC "Bad input and
+/// faults": the last 16); older ones are counted in `attempts_dropped`.
+pub const MAX_ATTEMPTS: usize = 16;
+
+/// The longest detail string an attempt or an audit event keeps (bytes;
+/// SPEC "Bad input and faults": 4 KiB). A longer one is cut at a character
+/// boundary and says how many bytes were cut.
+pub const MAX_DETAIL_BYTES: usize = 4096;
+
+/// How many detail strings an attempt or an audit event keeps; the last
+/// one kept says how many more there were.
+pub const MAX_DETAILS: usize = 64;
+
+/// Bounds one detail string to [`MAX_DETAIL_BYTES`] bytes: kept whole when
+/// it fits, else cut at a character boundary with ` ... [N bytes cut]`
+/// appended (the result still fits).
+pub fn bound_detail(mut s: String) -> String {
+    if s.len() <= MAX_DETAIL_BYTES {
+        return s;
+    }
+    // The marker is at most 30 bytes (`u64::MAX` has 20 digits).
+    let mut cut = MAX_DETAIL_BYTES - 32;
+    while !s.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let dropped = s.len() - cut;
+    s.truncate(cut);
+    s.push_str(&format!(" ... [{dropped} bytes cut]"));
+    s
+}
+
+/// Bounds a list of details: each by [`bound_detail`], at most
+/// [`MAX_DETAILS`] of them, the last kept one saying how many were left out.
+pub fn bound_details(details: Vec<String>) -> Vec<String> {
+    let total = details.len();
+    let mut out: Vec<String> = details
+        .into_iter()
+        .take(MAX_DETAILS)
+        .map(bound_detail)
+        .collect();
+    if total > MAX_DETAILS
+        && let Some(last) = out.last_mut()
+    {
+        *last = bound_detail(format!(
+            "{last} ... and {} more detail(s) not kept",
+            total - MAX_DETAILS
+        ));
+    }
+    out
+}
+
 /// The life of a worktree (SPEC/Record "States").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -148,6 +205,9 @@ impl FileId {
     }
 }
 
+/// The longest `KIND:NAME` owner lease records (bytes).
+pub const MAX_OWNER_BYTES: usize = 1024;
+
 /// Who a worktree belongs to: `kind:name` (`agent:claude`, `ci:job-42`, `manual:alice`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Owner {
@@ -160,6 +220,12 @@ pub struct Owner {
 impl Owner {
     /// Parses `KIND:NAME`; both parts non-empty.
     pub fn parse(s: &str) -> Result<Owner> {
+        if s.len() > MAX_OWNER_BYTES {
+            return Err(Error::Usage(format!(
+                "owner is {} bytes long; the limit is {MAX_OWNER_BYTES}",
+                s.len()
+            )));
+        }
         match s.split_once(':') {
             Some((k, n)) if !k.is_empty() && !n.is_empty() => Ok(Owner {
                 kind: k.to_string(),
@@ -389,8 +455,12 @@ pub struct Record {
     pub retention: Option<Retention>,
     /// The verified archive, if one was made.
     pub archive: Option<Archive>,
-    /// Held retires.
+    /// The last [`MAX_ATTEMPTS`] held retires, oldest first.
     pub attempts: Vec<Attempt>,
+    /// How many older held retires were dropped from `attempts` (absent,
+    /// meaning 0, in records written before it existed).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub attempts_dropped: u64,
     /// Set when removed.
     pub tombstone: Option<Tombstone>,
     /// For a worktree made by `lease restore`: the record whose archive it
@@ -450,6 +520,7 @@ impl Record {
             retention: None,
             archive: None,
             attempts: Vec::new(),
+            attempts_dropped: 0,
             tombstone: None,
             restored_from: None,
             audit_seq: 0,
@@ -483,7 +554,18 @@ impl Record {
     /// `release`), written with the record by [`Registry::update`].
     pub fn audit(&mut self, event: &str, reasons: Vec<HoldReason>, detail: Vec<String>) {
         self.pending
-            .push(Event::note(event, &self.id, reasons, detail));
+            .push(Event::note(event, &self.id, reasons, bound_details(detail)));
+    }
+
+    /// Adds a held retire, keeping the last [`MAX_ATTEMPTS`] (older ones
+    /// are counted in `attempts_dropped`) and bounding its details
+    /// ([`bound_details`]).
+    pub fn push_attempt(&mut self, mut a: Attempt) {
+        a.detail = bound_details(std::mem::take(&mut a.detail));
+        self.attempts.push(a);
+        let extra = self.attempts.len().saturating_sub(MAX_ATTEMPTS);
+        self.attempts.drain(..extra);
+        self.attempts_dropped = self.attempts_dropped.saturating_add(extra as u64);
     }
 
     /// Adds a launcher session, keeping the last [`MAX_SESSIONS`].
@@ -560,8 +642,12 @@ impl Registry {
             path: path.clone(),
             problem,
         };
-        let bytes = match fs::read(&path) {
+        let bytes = match crate::os::fs::read_regular(&path, MAX_RECORD_BYTES) {
             Ok(b) => b,
+            // A FIFO, device, symlink or oversized file where a record belongs.
+            Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+                return bad(format!("corrupt: {e}"));
+            }
             Err(e) => return bad(format!("unreadable: {e}")),
         };
         match parse(id, &bytes) {
@@ -582,7 +668,14 @@ impl Registry {
     pub fn ids(&self) -> Result<Vec<String>> {
         let dir = self.root.records();
         let mut ids = Vec::new();
-        for entry in fs::read_dir(&dir).at_do("cannot read", &dir)? {
+        let entries = match fs::read_dir(&dir) {
+            Ok(d) => d,
+            // A state root made by hand (an empty 0700 directory): nothing
+            // is recorded until the first command that writes creates it.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(ids),
+            Err(e) => return Err(e).at_do("cannot read", &dir),
+        };
+        for entry in entries {
             let entry = entry.at_do("cannot read", &dir)?;
             let name = entry.file_name();
             let Some(name) = name.to_str() else { continue };
@@ -703,7 +796,7 @@ impl Registry {
         let reasons: Vec<HoldReason> = holds.iter().map(|h| h.reason).collect();
         let detail: Vec<String> = holds.iter().map(|h| h.detail.clone()).collect();
         self.update(id, |rec| {
-            rec.attempts.push(Attempt {
+            rec.push_attempt(Attempt {
                 at: now(),
                 reasons: reasons.clone(),
                 detail: detail.clone(),
@@ -812,19 +905,11 @@ pub fn bad_record_naming(loaded: &[Loaded], wt: &Path) -> Option<(PathBuf, Strin
 /// Reads a regular file of at most `limit` bytes without following a
 /// symlink or blocking on a FIFO; `None` if it cannot, or is longer.
 fn read_bounded(path: &Path, limit: u64) -> Option<Vec<u8>> {
-    use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
-    let f = fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path)
-        .ok()?;
-    if !f.metadata().ok()?.is_file() {
-        return None;
-    }
-    let mut buf = Vec::new();
-    f.take(limit + 1).read_to_end(&mut buf).ok()?;
-    (buf.len() as u64 <= limit).then_some(buf)
+    crate::os::fs::read_regular(path, limit).ok()
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Returns true if and only if `s` looks like a record id (32 lowercase hex digits).
@@ -969,6 +1054,62 @@ mod tests {
     }
 
     #[test]
+    fn a_record_keeps_the_last_16_attempts_and_counts_the_older_ones() {
+        let mut r = record();
+        for i in 0..20 {
+            r.push_attempt(Attempt {
+                at: format!("t{i}"),
+                reasons: vec![HoldReason::Dirty],
+                detail: vec![format!("d{i}")],
+            });
+        }
+        assert_eq!(r.attempts.len(), MAX_ATTEMPTS);
+        assert_eq!(r.attempts[0].at, "t4", "the oldest four were dropped");
+        assert_eq!(r.attempts[15].at, "t19");
+        assert_eq!(r.attempts_dropped, 4);
+        let v = serde_json::to_value(&r).unwrap();
+        assert_eq!(v["attempts_dropped"], 4);
+        // A record written before the count existed still reads, as 0.
+        let mut old = serde_json::to_value(&record()).unwrap();
+        old.as_object_mut().unwrap().remove("attempts_dropped");
+        let back: Record = serde_json::from_value(old).unwrap();
+        assert_eq!(back.attempts_dropped, 0);
+    }
+
+    #[test]
+    fn details_are_bounded_at_4_kib_on_a_character_boundary() {
+        assert_eq!(bound_detail("short".into()), "short");
+        let exact = "x".repeat(MAX_DETAIL_BYTES);
+        assert_eq!(bound_detail(exact.clone()), exact, "exactly the bound is kept");
+        let long = "é".repeat(MAX_DETAIL_BYTES); // two bytes each
+        let cut = bound_detail(long.clone());
+        assert!(cut.len() <= MAX_DETAIL_BYTES, "{}", cut.len());
+        assert!(cut.ends_with(" bytes cut]"), "{cut}");
+        assert!(cut.starts_with("éé"));
+        let dropped: usize = cut
+            .rsplit_once("... [")
+            .unwrap()
+            .1
+            .trim_end_matches(" bytes cut]")
+            .parse()
+            .unwrap();
+        assert_eq!(cut.find(" ... [").unwrap() + dropped, long.len());
+        let many: Vec<String> = (0..100).map(|i| format!("d{i}")).collect();
+        let kept = bound_details(many);
+        assert_eq!(kept.len(), MAX_DETAILS);
+        assert!(kept[MAX_DETAILS - 1].contains("and 36 more"), "{kept:?}");
+        let mut r = record();
+        r.push_attempt(Attempt {
+            at: now(),
+            reasons: vec![],
+            detail: vec!["y".repeat(10 * MAX_DETAIL_BYTES)],
+        });
+        assert!(r.attempts[0].detail[0].len() <= MAX_DETAIL_BYTES);
+        r.audit("held", vec![], vec!["z".repeat(10 * MAX_DETAIL_BYTES)]);
+        assert!(r.pending[0].detail[0].len() <= MAX_DETAIL_BYTES);
+    }
+
+    #[test]
     fn ids_are_128_bit_hex() {
         let a = new_id().unwrap();
         assert!(is_id(&a));
@@ -981,6 +1122,8 @@ mod tests {
         assert_eq!(Owner::parse("agent:x").unwrap().name, "x");
         assert!(Owner::parse("agent:").is_err());
         assert!(Owner::parse("nocolon").is_err());
+        let long = format!("agent:{}", "x".repeat(MAX_OWNER_BYTES));
+        assert!(matches!(Owner::parse(&long), Err(Error::Usage(_))));
     }
 }
 
@@ -1221,7 +1364,7 @@ mod props {
             vec((text(), vec(reason(), 0..3), vec(text(), 0..2)), 0..3),
             of(tombstone()),
             of(hex(32)),
-            (any::<u64>(), vec(event(), 0..3)),
+            (any::<u64>(), vec(event(), 0..3), any::<u64>()),
         );
         (head, tail).prop_map(
             |(
@@ -1247,7 +1390,7 @@ mod props {
                     attempts,
                     tombstone,
                     restored_from,
-                    (audit_seq, unaudited),
+                    (audit_seq, unaudited, attempts_dropped),
                 ),
             )| Record {
                 schema: SCHEMA,
@@ -1283,6 +1426,7 @@ mod props {
                         detail,
                     })
                     .collect(),
+                attempts_dropped,
                 tombstone,
                 restored_from,
                 audit_seq,

@@ -121,6 +121,7 @@ impl RepairReport {
 /// absolute path must not contain `..` (through a symlink it would mean
 /// something else).
 fn absolute(path: &Path) -> Result<PathBuf> {
+    crate::paths::refuse_newline("worktree", path)?;
     if path.is_absolute() {
         if path.components().any(|c| c == Component::ParentDir) {
             return Err(Error::Usage(format!(

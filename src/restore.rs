@@ -132,7 +132,9 @@ fn verify_bundle_of(reg: &Registry, rg: &RepoGit, rec: &Record, a: &Archive) -> 
             format!("`{}`: {what}", bundle.display()),
         )
     };
-    let mut file = fs::File::open(bundle).map_err(|e| unverified(format!("cannot open: {e}")))?;
+    // A regular file only, never through a symlink or waiting on a FIFO.
+    let mut file = crate::os::fs::open_regular(bundle)
+        .map_err(|e| unverified(format!("cannot open: {e}")))?;
     let sha =
         crate::retire::fd_sha256(&mut file).map_err(|e| unverified(format!("cannot hash: {e}")))?;
     if sha != a.sha256 {
@@ -307,6 +309,9 @@ fn checked_out(rg: &RepoGit, repo: &Path) -> Result<Vec<String>> {
 
 /// `lease restore`.
 pub fn restore(req: &RestoreRequest) -> Result<RestoreReport> {
+    if let Some(to) = &req.to {
+        crate::paths::refuse_newline("--to", to)?;
+    }
     let (reg, git, rec) = open(&req.id)?;
     let a = archive_of(&rec)?.clone();
     if !a.receipts.is_empty() && !req.again {

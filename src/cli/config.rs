@@ -115,7 +115,7 @@ pub(super) fn show(json: bool) -> Result<u8> {
             .map(|(k, v, s)| json!({"key": k, "value": v, "source": s}))
             .collect();
         let v = json!({"files": p.files, "settings": settings});
-        out!(
+        out_raw!(
             "{}",
             serde_json::to_string_pretty(&v).expect("json serializes")
         );

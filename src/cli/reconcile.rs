@@ -58,7 +58,7 @@ pub(super) fn release(id: &str, json: bool) -> Result<u8> {
 
 fn print_hold(r: &crate::hold::HoldReport, json: bool) {
     if json {
-        out!(
+        out_raw!(
             "{}",
             serde_json::to_string_pretty(r).expect("a report serializes")
         );
@@ -115,7 +115,7 @@ pub(super) fn reap(apply: bool, json: bool) -> Result<u8> {
         }
     };
     if json {
-        out!(
+        out_raw!(
             "{}",
             serde_json::to_string_pretty(&report).expect("a report serializes")
         );
@@ -260,7 +260,7 @@ pub(super) fn repair(path: &Path, dry_run: bool, json: bool) -> Result<u8> {
         crate::repair::apply(reg.as_ref(), &git, plan)?
     };
     if json {
-        out!(
+        out_raw!(
             "{}",
             serde_json::to_string_pretty(&report).expect("a report serializes")
         );

@@ -29,7 +29,7 @@ pub(super) fn restore(
         again,
     })?;
     if json {
-        out!(
+        out_raw!(
             "{}",
             serde_json::to_string_pretty(&r).expect("a report serializes")
         );
@@ -49,7 +49,7 @@ pub(super) fn restore(
 pub(super) fn archives(json: bool) -> Result<u8> {
     let list = crate::restore::archives()?;
     if json {
-        out!(
+        out_raw!(
             "{}",
             serde_json::to_string_pretty(&list).expect("a report serializes")
         );
@@ -82,7 +82,7 @@ pub(super) fn verify(id: &str, json: bool) -> Result<u8> {
     let rec = crate::restore::verify(id)?;
     let a = rec.archive.as_ref();
     if json {
-        out!(
+        out_raw!(
             "{}",
             serde_json::json!({
                 "id": rec.id,
@@ -104,7 +104,7 @@ pub(super) fn verify(id: &str, json: bool) -> Result<u8> {
 pub(super) fn drop(id: &str, unreachable_ok: bool, json: bool) -> Result<u8> {
     let r = crate::restore::drop(id, unreachable_ok)?;
     if json {
-        out!(
+        out_raw!(
             "{}",
             serde_json::to_string_pretty(&r).expect("a report serializes")
         );

@@ -402,12 +402,23 @@ struct OrphanFile {
     orphans: BTreeMap<String, SeenOrphan>,
 }
 
-/// Reads `<state root>/orphans.json`; missing means none seen yet.
+/// The largest `orphans.json` lease reads (bytes; docs/record.md "Bounds").
+pub(super) const MAX_ORPHANS_BYTES: u64 = 16 << 20;
+
+/// Reads `<state root>/orphans.json`; missing means none seen yet. A
+/// symlink, FIFO, device or a file over [`MAX_ORPHANS_BYTES`] is corrupt
+/// and left as it is ([`crate::os::fs::read_regular`]).
 fn load_orphans(root: &StateRoot) -> Result<BTreeMap<String, SeenOrphan>, String> {
     let path = orphans_file(root);
-    let bytes = match fs::read(&path) {
+    let bytes = match crate::os::fs::read_regular(&path, MAX_ORPHANS_BYTES) {
         Ok(b) => b,
         Err(e) if e.kind() == ErrorKind::NotFound => return Ok(BTreeMap::new()),
+        Err(e) if e.kind() == ErrorKind::InvalidData => {
+            return Err(format!(
+                "`{}` is corrupt: it {e}; left as it is, first-seen times are not updated",
+                path.display()
+            ));
+        }
         Err(e) => return Err(format!("cannot read `{}`: {e}", path.display())),
     };
     match serde_json::from_slice::<OrphanFile>(&bytes) {

@@ -139,8 +139,8 @@ impl Engine {
         // Hash, parse and verify through one descriptor; a bundle that fails
         // any step is removed, never kept half-trusted.
         let checked = (|| {
-            let mut file =
-                fs::File::open(&bundle).map_err(|e| unarchived("cannot reopen the bundle", &e))?;
+            let mut file = crate::os::fs::open_regular(&bundle)
+                .map_err(|e| unarchived("cannot reopen the bundle", &e))?;
             let sha256 =
                 fd_sha256(&mut file).map_err(|e| unarchived("cannot hash the bundle", &e))?;
             let header = read_header(&mut file).ok_or_else(|| {

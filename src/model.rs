@@ -1,0 +1,3 @@
+//! Nouns: plain data, no process, no file, no git (ARCHITECTURE.md floor 1).
+
+pub mod fmt;
