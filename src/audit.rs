@@ -335,10 +335,7 @@ pub struct Verified {
 /// Reads the log at `path` line by line (each at most [`MAX_LINE_BYTES`]
 /// kept), calling `f(number, line, ended)` for each; `line` is `None` for a
 /// line over the bound, `ended` is false for a last line with no newline.
-fn each_line(
-    path: &Path,
-    mut f: impl FnMut(u64, Option<&[u8]>, bool),
-) -> std::io::Result<()> {
+fn each_line(path: &Path, mut f: impl FnMut(u64, Option<&[u8]>, bool)) -> std::io::Result<()> {
     let file = crate::os::fs::open_regular(path)?;
     let mut r = std::io::BufReader::new(file);
     let mut line: Vec<u8> = Vec::new();
@@ -387,8 +384,7 @@ fn each_line(
 /// [`crate::Error::Io`] when the log cannot be read or is not a regular file.
 pub fn verify(path: &Path) -> Result<Verified> {
     // First pass: the line number of each line's hash, for `reordered`.
-    let mut first_of: std::collections::HashMap<[u8; 32], u64> =
-        std::collections::HashMap::new();
+    let mut first_of: std::collections::HashMap<[u8; 32], u64> = std::collections::HashMap::new();
     each_line(path, |n, l, _| {
         if let Some(l) = l {
             first_of.entry(Sha256::digest(l).into()).or_insert(n);
@@ -630,15 +626,24 @@ mod tests {
     fn a_moved_a_copied_a_removed_and_a_cut_head_line_are_each_named() {
         let (_t, a) = log(4);
         let l = lines(&a);
-        write_lines(&a, &[l[0].clone(), l[2].clone(), l[1].clone(), l[3].clone()]);
+        write_lines(
+            &a,
+            &[l[0].clone(), l[2].clone(), l[1].clone(), l[3].clone()],
+        );
         assert_eq!(broken(&a), Some((2, BreakKind::Reordered)));
-        write_lines(&a, &[l[0].clone(), l[1].clone(), l[1].clone(), l[2].clone()]);
+        write_lines(
+            &a,
+            &[l[0].clone(), l[1].clone(), l[1].clone(), l[2].clone()],
+        );
         assert_eq!(broken(&a), Some((3, BreakKind::Duplicate)));
         write_lines(&a, &[l[0].clone(), l[2].clone(), l[3].clone()]);
         assert_eq!(broken(&a), Some((2, BreakKind::Edited)), "a removed line");
         write_lines(&a, &[l[1].clone(), l[2].clone(), l[3].clone()]);
         assert_eq!(broken(&a), Some((1, BreakKind::Truncated)));
-        write_lines(&a, &[l[0].clone(), b"{\"no\":\"prev\"}".to_vec(), l[1].clone()]);
+        write_lines(
+            &a,
+            &[l[0].clone(), b"{\"no\":\"prev\"}".to_vec(), l[1].clone()],
+        );
         assert_eq!(broken(&a), Some((2, BreakKind::Malformed)));
         write_lines(&a, &l);
         assert_eq!(broken(&a), None, "restored");
@@ -653,7 +658,10 @@ mod tests {
         fs::write(&a.path, &b).unwrap();
         let v = verify(&a.path).unwrap();
         assert_eq!(v.lines, 2);
-        assert_eq!(v.broken.map(|b| (b.line, b.kind)), Some((2, BreakKind::TooLong)));
+        assert_eq!(
+            v.broken.map(|b| (b.line, b.kind)),
+            Some((2, BreakKind::TooLong))
+        );
     }
 
     #[test]
@@ -676,7 +684,11 @@ mod tests {
         assert_eq!(rest[0], b'\n', "the torn line is ended, not glued to");
         let line: serde_json::Value = serde_json::from_slice(&rest[1..]).unwrap();
         assert_eq!(line["id"], "r2");
-        assert_eq!(line["prev"], sha256_hex(&good[1]), "chains to the last good line");
+        assert_eq!(
+            line["prev"],
+            sha256_hex(&good[1]),
+            "chains to the last good line"
+        );
         assert_eq!(line["torn"][0]["bytes"], 43);
         let v = verify(&a.path).unwrap();
         assert_eq!(v.broken, None, "a recovered tear is not a break");
@@ -703,7 +715,10 @@ mod tests {
         a.append(&event("r1")).unwrap();
         let v = verify(&a.path).unwrap();
         assert_eq!(v.broken, None);
-        assert_eq!(v.recovered.iter().map(|r| r.line).collect::<Vec<_>>(), [2, 3]);
+        assert_eq!(
+            v.recovered.iter().map(|r| r.line).collect::<Vec<_>>(),
+            [2, 3]
+        );
         // The torn lines removed by hand, the acknowledgement kept: an edit.
         let l = lines(&a);
         write_lines(&a, &[l[0].clone(), l[3].clone()]);
@@ -769,10 +784,18 @@ mod tests {
         let mut torn = good.clone();
         torn.extend_from_slice(b"{\"event\":\"tor");
         fs::write(&a.path, &torn).unwrap();
-        assert_eq!(broken(&a), Some((4, BreakKind::Torn)), "the torn fourth line");
+        assert_eq!(
+            broken(&a),
+            Some((4, BreakKind::Torn)),
+            "the torn fourth line"
+        );
         let mut blank = b"\n".to_vec();
         blank.extend_from_slice(&good);
         fs::write(&a.path, &blank).unwrap();
-        assert_eq!(broken(&a), Some((1, BreakKind::Torn)), "an empty first line");
+        assert_eq!(
+            broken(&a),
+            Some((1, BreakKind::Torn)),
+            "an empty first line"
+        );
     }
 }

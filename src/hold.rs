@@ -326,7 +326,10 @@ mod tests {
             "9999-12-31T23:00:00-05:00",
             "18446744073709551615s",
         ] {
-            assert!(matches!(parse_until(far, now), Err(Error::Usage(_))), "{far}");
+            assert!(
+                matches!(parse_until(far, now), Err(Error::Usage(_))),
+                "{far}"
+            );
         }
         assert_eq!(
             parse_until("9999-12-31T23:59:59Z", now).unwrap(),

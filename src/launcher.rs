@@ -1164,7 +1164,9 @@ fn run(reg: &Registry, git: Git, p: Prepared, req: &ExecRequest) -> Result<ExecR
     let head = match reg.get(&p.id) {
         Ok(r) => head_of(&git, Path::new(&r.repo), &p.worktree),
         Err(e) => {
-            notes.push(format!("lease: cannot read the record after the command: {e}"));
+            notes.push(format!(
+                "lease: cannot read the record after the command: {e}"
+            ));
             None
         }
     };
@@ -1328,7 +1330,10 @@ mod tests {
             "-1%",
             "-5G",
         ] {
-            assert!(matches!(MinFree::parse(huge), Err(Error::Usage(_))), "{huge}");
+            assert!(
+                matches!(MinFree::parse(huge), Err(Error::Usage(_))),
+                "{huge}"
+            );
         }
         assert_eq!(
             MinFree::parse("16777215T").unwrap(),

@@ -615,7 +615,10 @@ mod tests {
             assert_eq!(got.as_os_str(), "/l/s", "{spelled}");
         }
         let e = StateRoot::locate_with(env(&[("LEASE_HOME", "/l/a\nb")])).unwrap_err();
-        assert!(matches!(&e, Error::Usage(m) if m.contains("newline")), "{e}");
+        assert!(
+            matches!(&e, Error::Usage(m) if m.contains("newline")),
+            "{e}"
+        );
         assert!(matches!(
             StateRoot::locate_with(env(&[("HOME", "")])),
             Err(Error::Usage(_))

@@ -966,7 +966,10 @@ mod tests {
         };
         let p = resolve(&[file("/a", root("/w//t/./r/"))]).unwrap();
         assert_eq!(p.worktree_root.unwrap().value.as_os_str(), "/w/t/r");
-        assert!(resolve(&[file("/a", root("/w/a\nb"))]).is_err(), "a newline");
+        assert!(
+            resolve(&[file("/a", root("/w/a\nb"))]).is_err(),
+            "a newline"
+        );
         let bad_remote = Layer {
             trusted_remote: Some("a/b".into()),
             ..Layer::default()

@@ -206,7 +206,14 @@ impl Reader {
             // git skips an entry whose gitdir file is missing or empty.
             let gitdir = match read_git_file(&admin.join("gitdir")) {
                 Ok(g) => g,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                // git skips an entry with no gitdir file, and a plain file
+                // in `worktrees/` (ENOTDIR) has none.
+                Err(e)
+                    if e.kind() == std::io::ErrorKind::NotFound
+                        || e.raw_os_error() == Some(libc::ENOTDIR) =>
+                {
+                    continue;
+                }
                 Err(_) => return None,
             };
             if gitdir.is_empty() {

@@ -1070,7 +1070,7 @@ mod tests {
         let v = serde_json::to_value(&r).unwrap();
         assert_eq!(v["attempts_dropped"], 4);
         // A record written before the count existed still reads, as 0.
-        let mut old = serde_json::to_value(&record()).unwrap();
+        let mut old = serde_json::to_value(record()).unwrap();
         old.as_object_mut().unwrap().remove("attempts_dropped");
         let back: Record = serde_json::from_value(old).unwrap();
         assert_eq!(back.attempts_dropped, 0);
@@ -1080,7 +1080,11 @@ mod tests {
     fn details_are_bounded_at_4_kib_on_a_character_boundary() {
         assert_eq!(bound_detail("short".into()), "short");
         let exact = "x".repeat(MAX_DETAIL_BYTES);
-        assert_eq!(bound_detail(exact.clone()), exact, "exactly the bound is kept");
+        assert_eq!(
+            bound_detail(exact.clone()),
+            exact,
+            "exactly the bound is kept"
+        );
         let long = "é".repeat(MAX_DETAIL_BYTES); // two bytes each
         let cut = bound_detail(long.clone());
         assert!(cut.len() <= MAX_DETAIL_BYTES, "{}", cut.len());

@@ -133,8 +133,8 @@ fn verify_bundle_of(reg: &Registry, rg: &RepoGit, rec: &Record, a: &Archive) -> 
         )
     };
     // A regular file only, never through a symlink or waiting on a FIFO.
-    let mut file = crate::os::fs::open_regular(bundle)
-        .map_err(|e| unverified(format!("cannot open: {e}")))?;
+    let mut file =
+        crate::os::fs::open_regular(bundle).map_err(|e| unverified(format!("cannot open: {e}")))?;
     let sha =
         crate::retire::fd_sha256(&mut file).map_err(|e| unverified(format!("cannot hash: {e}")))?;
     if sha != a.sha256 {

@@ -25,6 +25,9 @@ _lease() {
             lease,archives)
                 cmd="lease__subcmd__archives"
                 ;;
+            lease,audit)
+                cmd="lease__subcmd__audit"
+                ;;
             lease,config)
                 cmd="lease__subcmd__config"
                 ;;
@@ -85,6 +88,18 @@ _lease() {
             lease__subcmd__archive__subcmd__help,verify)
                 cmd="lease__subcmd__archive__subcmd__help__subcmd__verify"
                 ;;
+            lease__subcmd__audit,help)
+                cmd="lease__subcmd__audit__subcmd__help"
+                ;;
+            lease__subcmd__audit,verify)
+                cmd="lease__subcmd__audit__subcmd__verify"
+                ;;
+            lease__subcmd__audit__subcmd__help,help)
+                cmd="lease__subcmd__audit__subcmd__help__subcmd__help"
+                ;;
+            lease__subcmd__audit__subcmd__help,verify)
+                cmd="lease__subcmd__audit__subcmd__help__subcmd__verify"
+                ;;
             lease__subcmd__help,adopt)
                 cmd="lease__subcmd__help__subcmd__adopt"
                 ;;
@@ -93,6 +108,9 @@ _lease() {
                 ;;
             lease__subcmd__help,archives)
                 cmd="lease__subcmd__help__subcmd__archives"
+                ;;
+            lease__subcmd__help,audit)
+                cmd="lease__subcmd__help__subcmd__audit"
                 ;;
             lease__subcmd__help,config)
                 cmd="lease__subcmd__help__subcmd__config"
@@ -142,6 +160,9 @@ _lease() {
             lease__subcmd__help__subcmd__archive,verify)
                 cmd="lease__subcmd__help__subcmd__archive__subcmd__verify"
                 ;;
+            lease__subcmd__help__subcmd__audit,verify)
+                cmd="lease__subcmd__help__subcmd__audit__subcmd__verify"
+                ;;
             *)
                 ;;
         esac
@@ -149,7 +170,7 @@ _lease() {
 
     case "${cmd}" in
         lease)
-            opts="-v -q -h -V --verbose --quiet --log-format --config --help --version exec retire list show hold release reap adopt repair join restore archives archive config metrics generate help"
+            opts="-v -q -h -V --verbose --quiet --log-format --config --help --version exec retire list show hold release reap adopt repair join restore archives archive audit config metrics generate help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -340,6 +361,92 @@ _lease() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        lease__subcmd__audit)
+            opts="-v -q -h --verbose --quiet --log-format --config --help verify help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        lease__subcmd__audit__subcmd__help)
+            opts="verify help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        lease__subcmd__audit__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        lease__subcmd__audit__subcmd__help__subcmd__verify)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        lease__subcmd__audit__subcmd__verify)
+            opts="-v -q -h --json --verbose --quiet --log-format --config --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         lease__subcmd__config)
             opts="-v -q -h --show --json --verbose --quiet --log-format --config --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -443,7 +550,7 @@ _lease() {
             return 0
             ;;
         lease__subcmd__help)
-            opts="exec retire list show hold release reap adopt repair join restore archives archive config metrics generate help"
+            opts="exec retire list show hold release reap adopt repair join restore archives archive audit config metrics generate help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -515,6 +622,34 @@ _lease() {
         lease__subcmd__help__subcmd__archives)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        lease__subcmd__help__subcmd__audit)
+            opts="verify"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        lease__subcmd__help__subcmd__audit__subcmd__verify)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi

@@ -6,14 +6,6 @@ use super::exit;
 use crate::error::Result;
 use crate::policy::{Policy, Source, Sourced};
 
-/// Writes a line to stdout, ignoring write errors.
-macro_rules! out {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stdout().lock(), $($arg)*);
-    }};
-}
-
 /// One row: key, value, source.
 type Row = (&'static str, Value, Source);
 

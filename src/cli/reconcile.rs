@@ -10,15 +10,6 @@ use crate::paths::StateRoot;
 use crate::plan::Disposition;
 use crate::registry::{Owner, Registry};
 
-/// Writes a line to stdout, ignoring write errors: a closed pipe
-/// (`lease reap | head`) must neither panic nor change the exit status.
-macro_rules! out {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stdout().lock(), $($arg)*);
-    }};
-}
-
 /// Opens the state root for a command that changes one existing record:
 /// a usage error (nothing created) when there is none yet.
 fn root_for_record(id: &str) -> Result<Registry> {

@@ -7,14 +7,6 @@ use super::exit;
 use crate::error::Result;
 use crate::restore::RestoreRequest;
 
-/// Writes a line to stdout, ignoring write errors (a closed pipe).
-macro_rules! out {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stdout().lock(), $($arg)*);
-    }};
-}
-
 pub(super) fn restore(
     id: String,
     to: Option<PathBuf>,

@@ -35,7 +35,10 @@ mod tests {
 
     #[test]
     fn controls_are_escaped_and_the_rest_is_kept() {
-        assert!(matches!(escape_controls("plain `a b` ü \\n"), Cow::Borrowed(_)));
+        assert!(matches!(
+            escape_controls("plain `a b` ü \\n"),
+            Cow::Borrowed(_)
+        ));
         assert_eq!(escape_controls("a\nb"), "a\\nb");
         assert_eq!(escape_controls("\r\t"), "\\r\\t");
         assert_eq!(escape_controls("\x1b[31mred"), "\\x1b[31mred");

@@ -159,8 +159,12 @@ mod tests {
     fn a_fifo_a_symlink_a_device_and_a_directory_are_refused_at_once() {
         let t = tempfile::tempdir().unwrap();
         let fifo = t.path().join("fifo");
-        rustix::fs::mkfifoat(rustix::fs::CWD, &fifo, rustix::fs::Mode::RUSR | rustix::fs::Mode::WUSR)
-            .unwrap();
+        rustix::fs::mkfifoat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::Mode::RUSR | rustix::fs::Mode::WUSR,
+        )
+        .unwrap();
         let target = t.path().join("target");
         fs::write(&target, b"x").unwrap();
         let link = t.path().join("link");
@@ -193,13 +197,22 @@ mod tests {
         assert_eq!(e.kind(), io::ErrorKind::InvalidData);
         // A FIFO opened non-blocking (the lstat raced): fstat refuses it.
         let fifo = t.path().join("fifo");
-        rustix::fs::mkfifoat(rustix::fs::CWD, &fifo, rustix::fs::Mode::RUSR | rustix::fs::Mode::WUSR)
-            .unwrap();
+        rustix::fs::mkfifoat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::Mode::RUSR | rustix::fs::Mode::WUSR,
+        )
+        .unwrap();
         let f = fs::OpenOptions::new()
             .read(true)
             .custom_flags(UNTRUSTED_OPEN_FLAGS)
             .open(&fifo)
             .unwrap();
-        assert!(check_regular(&f).unwrap_err().to_string().contains("a FIFO"));
+        assert!(
+            check_regular(&f)
+                .unwrap_err()
+                .to_string()
+                .contains("a FIFO")
+        );
     }
 }

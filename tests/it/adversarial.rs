@@ -675,9 +675,22 @@ fn b6_odd_names_decide_like_their_ascii_twins() {
         }
     }
     fx.remove(&id);
-    // A worktree whose own path holds a newline and spaces (adopted).
+    // A worktree whose own path holds a newline is refused (SPEC "Bad input
+    // and faults": a usage error), and nothing is recorded; one with spaces
+    // and a tab is adopted.
     let odd = fx.env.root.join("odd\nwt name");
     fx.env.add_worktree(&fx.repo, "odd", &odd);
+    let o = fx
+        .env
+        .lease()
+        .args(["exec", "--adopt", odd.to_str().unwrap(), "--", "true"])
+        .output()
+        .unwrap();
+    assert_code(&o, 125);
+    assert!(stderr(&o).contains("newline"), "{}", stderr(&o));
+    assert!(fx.env.records().iter().all(|r| r["origin"] != "adopted"));
+    let odd = fx.env.root.join("odd\twt name");
+    fx.env.add_worktree(&fx.repo, "odd-tab", &odd);
     assert_code(
         &fx.env
             .lease()

@@ -15,6 +15,7 @@ mod adversarial;
 mod archive;
 mod config;
 mod exec;
+mod faults;
 mod filters;
 mod gitlock;
 mod identity;

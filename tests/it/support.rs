@@ -289,12 +289,13 @@ impl TestEnv {
         .unwrap()
     }
 
-    /// The audit log's lines, parsed.
+    /// The audit log's lines, parsed; torn lines (not JSON: a crash or a
+    /// full disk cut them short) are left out ([`audit_chain_ok`] judges them).
     pub(crate) fn audit(&self) -> Vec<serde_json::Value> {
         fs::read_to_string(self.state.join("audit.jsonl"))
             .unwrap_or_default()
             .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
+            .filter_map(|l| serde_json::from_str(l).ok())
             .collect()
     }
 
@@ -713,6 +714,13 @@ impl Snapshot {
         assert_eq!(self.admin, after.admin, "the admin directory changed");
         let mut before = self.record.clone();
         let mut now = after.record.clone();
+        // A record keeps the last 16 attempts: at the cap, the oldest one
+        // goes and `attempts_dropped` counts it.
+        if before["attempts"].as_array().unwrap().len() == 16 {
+            before["attempts"].as_array_mut().unwrap().remove(0);
+            let dropped = before["attempts_dropped"].as_u64().unwrap_or(0) + 1;
+            before["attempts_dropped"] = serde_json::json!(dropped);
+        }
         let attempts = now["attempts"].as_array_mut().unwrap();
         let last = attempts.pop().expect("one more attempt");
         assert!(
@@ -774,24 +782,40 @@ pub(crate) fn disposition(o: &Output) -> String {
 }
 
 /// True if the audit log's hash chain is intact: each line's `prev` is the
-/// sha256 of the line before (the first's is 64 zeros).
+/// sha256 of the line before (the first's is 64 zeros). Lines a crash or a
+/// full disk tore are allowed only where the next line names each of them
+/// (`torn`: length and sha256, in order) and chains past them to the last
+/// whole line; a torn last line is a break.
 pub(crate) fn audit_chain_ok(env: &TestEnv) -> bool {
     let text = fs::read(env.state.join("audit.jsonl")).unwrap_or_default();
+    let hex = |b: &[u8]| -> String {
+        sha2::Sha256::digest(b)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    };
     let mut prev = "0".repeat(64);
-    for line in text.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
-        let v: serde_json::Value = match serde_json::from_slice(line) {
-            Ok(v) => v,
-            Err(_) => return false,
+    let mut torn: Vec<serde_json::Value> = Vec::new();
+    let body = text.strip_suffix(b"\n").unwrap_or(&text);
+    if body.is_empty() {
+        return true;
+    }
+    for line in body.split(|&b| b == b'\n') {
+        let v: Option<serde_json::Value> = serde_json::from_slice(line).ok();
+        let Some(v) = v.filter(|v| v["prev"].is_string()) else {
+            torn.push(serde_json::json!({"bytes": line.len(), "sha256": hex(line)}));
+            continue;
         };
+        let named = v.get("torn").cloned().unwrap_or(serde_json::json!([]));
+        if named != serde_json::Value::Array(std::mem::take(&mut torn)) {
+            return false;
+        }
         if v["prev"].as_str() != Some(prev.as_str()) {
             return false;
         }
-        prev = sha2::Sha256::digest(line)
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
+        prev = hex(line);
     }
-    true
+    torn.is_empty()
 }
 
 /// A command script that announces its pid in `ready` ([`ready_sh`]), then
@@ -848,7 +872,8 @@ pub(crate) fn audit_matches_record(env: &TestEnv, id: &str) -> Result<(), String
             rec["state"]
         ));
     }
-    let attempts = rec["attempts"].as_array().map_or(0, Vec::len);
+    let attempts = rec["attempts"].as_array().map_or(0, Vec::len)
+        + rec["attempts_dropped"].as_u64().unwrap_or(0) as usize;
     if held != attempts {
         return Err(format!("{held} held lines for {attempts} attempts"));
     }
