@@ -17,6 +17,9 @@
 //!   disk that filled in the middle of the line).
 //! - `LEASE_FI_CRASH_WRITE=<n>`: the process kills itself with SIGKILL just
 //!   before its n-th durable write (kill -9 at every step, in order).
+//! - `LEASE_FI_WRITES_TO=<file>`: each durable write first writes its
+//!   number to `file` (a plain write, not counted), so a test learns how
+//!   many a fault-free run makes and can fail or crash each one in turn.
 //! - `LEASE_FI_ENOSPC_AFTER=<step>`: once the process passed the named
 //!   step, every durable write fails with `ENOSPC` (a disk that filled
 //!   while the command ran).
@@ -74,6 +77,9 @@ pub fn point(step: &str) {
 pub fn write() -> std::io::Result<()> {
     use std::sync::atomic::Ordering;
     let n = WRITES.fetch_add(1, Ordering::SeqCst) + 1;
+    if let Some(to) = std::env::var_os("LEASE_FI_WRITES_TO") {
+        let _ = std::fs::write(to, n.to_string());
+    }
     if knob("LEASE_FI_CRASH_WRITE") == Some(n) {
         crate::sys::kill_self();
     }

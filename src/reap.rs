@@ -30,7 +30,10 @@
 //! directories and registrations no record claims are orphans, persisted with
 //! the time they were first seen in `orphans.json`, and never deleted;
 //! registrations whose directory is gone are reported, never pruned.
-//! Scratch repositories whose creating process is gone are removed.
+//! Last, what killed commands left under the state root and no record names
+//! (lease files, bundles, scratch repositories, temporary files) is reported
+//! with its bytes, and removed with `--apply` when provably lease's own and
+//! nobody's ([`leftovers`]).
 //!
 //! A dry run (the default) takes no lease lock, and writes nothing: it takes
 //! the reaper lock only if the lock file already exists.
@@ -53,8 +56,10 @@ use crate::registry::{FileId, Loaded, Origin, Record, Registry, State, Tombstone
 use crate::report::{GitInfo, TargetReport, lossless};
 use crate::retire::{Engine, free_bytes};
 
+mod leftovers;
 mod scan;
 
+pub use leftovers::{Leftover, LeftoverKind};
 pub use scan::{Orphan, OrphanKind};
 
 /// How one record ended up in a reap.
@@ -189,8 +194,16 @@ pub struct ReapReport {
     /// Free space per filesystem.
     pub free: Vec<FreeSpace>,
     /// Scratch repositories a crashed archive or verify step left under
-    /// `<state root>/scratch` (their creator is gone), removed or to remove.
+    /// `<state root>/scratch` (their creator is gone), removed or to remove
+    /// (also in `leftovers`).
     pub scratch: Vec<String>,
+    /// What killed commands left under the state root and no record
+    /// names: lease files, bundles, scratch repositories, temporary files,
+    /// with bytes; removed by `--apply` when provably lease's own and
+    /// nobody's, else kept with the reason.
+    pub leftovers: Vec<Leftover>,
+    /// Bytes of all `leftovers`, removed or kept.
+    pub leftover_bytes: u64,
     /// Errors that are not about one record (persisting `orphans.json`).
     pub errors: Vec<String>,
 }
@@ -213,6 +226,8 @@ impl ReapReport {
             bytes_reclaimed: 0,
             free: Vec::new(),
             scratch: Vec::new(),
+            leftovers: Vec::new(),
+            leftover_bytes: 0,
             errors: Vec::new(),
         }
     }
@@ -323,7 +338,7 @@ pub fn reap(root: &StateRoot, git: &Git, apply: bool) -> Result<ReapReport> {
         .map(|t| t.bytes_reclaimed)
         .sum();
     scan::scan_orphans(&reaper.reg, git, apply, root, &mut report);
-    scan::sweep_scratch(apply, root, &mut report);
+    leftovers::sweep(&reaper.reg, git, apply, &mut report);
     report.free = before
         .into_iter()
         .map(|(path, before)| FreeSpace {

@@ -198,9 +198,39 @@ fn render_reap(r: &crate::reap::ReapReport) -> Vec<String> {
         out.push(format!("orphan `{}`: {what}{seen}", o.path));
         out.push(format!("  hint: {}", o.next));
     }
-    for p in &r.scratch {
-        let verb = if r.dry_run { "would remove" } else { "removed" };
-        out.push(format!("{verb} leftover scratch repository `{p}`"));
+    for l in &r.leftovers {
+        let what = match l.kind {
+            crate::reap::LeftoverKind::LeaseFile => "lease file",
+            crate::reap::LeftoverKind::BundleTemp => "unfinished bundle",
+            crate::reap::LeftoverKind::Bundle => "bundle no record names",
+            crate::reap::LeftoverKind::ArchiveDir => "empty archive directory",
+            crate::reap::LeftoverKind::Scratch => "scratch repository",
+            crate::reap::LeftoverKind::TempFile => "temporary file",
+        };
+        match (&l.kept, r.dry_run, l.removed) {
+            (Some(why), _, _) => {
+                out.push(format!(
+                    "kept leftover {what} `{}` ({} bytes): {why}",
+                    l.path, l.bytes
+                ));
+            }
+            (None, true, _) => out.push(format!(
+                "would remove leftover {what} `{}` ({} bytes)",
+                l.path, l.bytes
+            )),
+            (None, false, true) => out.push(format!(
+                "removed leftover {what} `{}` ({} bytes)",
+                l.path, l.bytes
+            )),
+            (None, false, false) => {}
+        }
+    }
+    if !r.leftovers.is_empty() {
+        out.push(format!(
+            "leftovers: {} ({} bytes)",
+            r.leftovers.len(),
+            r.leftover_bytes
+        ));
     }
     for n in &r.notes {
         out.push(format!("note: {n}"));

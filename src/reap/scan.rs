@@ -1,7 +1,6 @@
 //! What no record claims: orphan directories in the worktree roots and
 //! orphan registrations in known repositories (reported, persisted with
-//! their first-seen time in `orphans.json`, never deleted), and scratch
-//! repositories left by processes that are gone.
+//! their first-seen time in `orphans.json`, never deleted).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -276,41 +275,6 @@ fn scan_registrations(
                     .push(format!("cannot read `{}`: {err}", p.display()));
             }
         }
-    }
-}
-
-/// Removes (or, in a dry run, lists) scratch repositories whose creator
-/// is gone. Names end in `-<pid>` of the lease process that made them; a
-/// live process with that pid, even an unrelated one, keeps them.
-pub(super) fn sweep_scratch(apply: bool, root: &StateRoot, report: &mut ReapReport) {
-    let dir = root.scratch();
-    let entries = match fs::read_dir(&dir) {
-        Ok(rd) => rd,
-        Err(e) if e.kind() == ErrorKind::NotFound => return,
-        Err(e) => {
-            report.complete = false;
-            report
-                .problems
-                .push(format!("cannot read `{}`: {e}", dir.display()));
-            return;
-        }
-    };
-    for e in entries.flatten() {
-        let path = e.path();
-        let pid = e
-            .file_name()
-            .to_str()
-            .and_then(|n| n.rsplit_once('-'))
-            .and_then(|(_, p)| p.parse::<u32>().ok());
-        let Some(pid) = pid else { continue };
-        if crate::sys::start_time(pid).is_some() {
-            continue;
-        }
-        if apply && let Err(err) = crate::paths::remove_scratch(root, &path) {
-            report.errors.push(err.to_string());
-            continue;
-        }
-        report.scratch.push(lossless(path.as_os_str().as_bytes()));
     }
 }
 

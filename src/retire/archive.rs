@@ -124,6 +124,7 @@ impl Engine {
                 c.arg("--not").arg(d);
             }
             c.run()?;
+            crate::fault::point("archive-bundle-created");
             let f = fs::File::open(&tmp).at(&tmp)?;
             f.sync_all().at_do("cannot fsync", &tmp)?;
             rename_no_replace(&tmp, &bundle).at_do("cannot rename into", &bundle)?;

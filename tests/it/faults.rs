@@ -20,11 +20,17 @@ const DEADLINE: Duration = Duration::from_secs(120);
 /// Runs `c` to completion within [`DEADLINE`], draining its output on
 /// threads; on timeout kills its process group and fails the test.
 pub(crate) fn within(c: &mut Command) -> Output {
+    within_group(c).0
+}
+
+/// [`within`], also returning the process group the child led.
+fn within_group(c: &mut Command) -> (Output, u32) {
     c.stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
     let mut child = c.spawn().unwrap();
+    let pgid = child.id();
     let mut out = child.stdout.take().unwrap();
     let mut err = child.stderr.take().unwrap();
     let t_out = std::thread::spawn(move || {
@@ -50,11 +56,12 @@ pub(crate) fn within(c: &mut Command) -> Output {
         }
         std::thread::sleep(Duration::from_millis(10));
     };
-    Output {
+    let o = Output {
         status,
         stdout: t_out.join().unwrap(),
         stderr: t_err.join().unwrap(),
-    }
+    };
+    (o, pgid)
 }
 
 /// Makes a FIFO at `path` (mode 0600).
@@ -1219,4 +1226,490 @@ fn exec_keeps_the_commands_status_when_the_state_root_fills_up() {
     let rec = env.record();
     assert_eq!(rec["state"], "removed", "{rec:#}");
     assert!(audit_chain_ok(&env));
+}
+
+/// Every path under `dir`, with a manifest entry each (for "nothing else
+/// changed").
+fn state_manifest(env: &TestEnv) -> Manifest {
+    manifest(&env.state)
+}
+
+/// A `lease reap --json` report (any exit code).
+fn reap_json(env: &TestEnv, args: &[&str]) -> (Output, serde_json::Value) {
+    let o = within(env.lease().args(["reap", "--json"]).args(args));
+    let v = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}\n{}", stdout(&o), stderr(&o)));
+    (o, v)
+}
+
+fn leftover<'a>(v: &'a serde_json::Value, path: &Path) -> Option<&'a serde_json::Value> {
+    v["leftovers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["path"] == path.to_str().unwrap())
+}
+
+/// The one new record `f` makes, and `f`'s output.
+fn new_record(env: &TestEnv, f: impl FnOnce() -> Output) -> (Output, String) {
+    let before: Vec<serde_json::Value> = env.records();
+    let o = f();
+    let made: Vec<String> = env
+        .records()
+        .into_iter()
+        .filter(|r| !before.iter().any(|b| b["id"] == r["id"]))
+        .map(|r| r["id"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(made.len(), 1, "one new record: {}", stderr(&o));
+    (o, made.into_iter().next().unwrap())
+}
+
+#[test]
+fn the_reconciler_reports_what_killed_commands_left_and_removes_only_its_own() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let before_commits = reachable_commits(&env, &repo);
+    // (a) exec killed at its third durable write (the record learning its
+    // lease): a lease file the record does not name, and the record's
+    // temporary file, left behind.
+    let (o, a) = new_record(&env, || {
+        env.lease()
+            .current_dir(&repo)
+            .env("LEASE_FI_CRASH_WRITE", "3")
+            .args(["exec", "--", "true"])
+            .output()
+            .unwrap()
+    });
+    assert_eq!(o.status.code(), None, "killed: {}", stderr(&o));
+    let a_lease = env.state.join("leases").join(format!("{a}.lease"));
+    assert!(a_lease.is_file() && env.record_of(&a)["lease"].is_null());
+    let a_temp: Vec<PathBuf> = fs::read_dir(env.state.join("records"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.to_string_lossy().contains(".tmp-"))
+        .collect();
+    assert_eq!(a_temp.len(), 1, "{a_temp:?}");
+    // (b) a retire killed while git wrote the bundle: its temporary file
+    // and the scratch repository it was built in.
+    let (_, b) = new_record(&env, || {
+        env.lease()
+            .current_dir(&repo)
+            .args(["exec", "--keep", "--branch", "b", "--", "sh", "-c", "echo b > b && git add b && git commit -qm b"])
+            .output()
+            .unwrap()
+    });
+    assert_code(&env.lease().args(["release", &b]).output().unwrap(), 0);
+    let o = env
+        .lease()
+        .env("LEASE_FI_CRASH", "archive-bundle-created")
+        .args(["retire", &b])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), None, "killed: {}", stderr(&o));
+    let b_tmp = env.state.join("archives").join(&b).join(".1.bundle.tmp");
+    assert!(b_tmp.is_file());
+    let scratch: Vec<PathBuf> = fs::read_dir(env.state.join("scratch"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert_eq!(scratch.len(), 1, "{scratch:?}");
+    // (c) a retire killed after the bundle was written, before the record
+    // named it: a complete bundle no record names.
+    let (_, c) = new_record(&env, || {
+        env.lease()
+            .current_dir(&repo)
+            .args(["exec", "--keep", "--branch", "c", "--", "sh", "-c", "echo c > c && git add c && git commit -qm c"])
+            .output()
+            .unwrap()
+    });
+    assert_code(&env.lease().args(["release", &c]).output().unwrap(), 0);
+    let o = env
+        .lease()
+        .env("LEASE_FI_CRASH", "archive-written")
+        .args(["retire", &c])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), None, "killed: {}", stderr(&o));
+    let c_bundle = env.state.join("archives").join(&c).join("1.bundle");
+    assert!(c_bundle.is_file() && env.record_of(&c)["archive"].is_null());
+    // Things that are not lease's leftovers, or not free: never removed.
+    // A lease file of no record that a process holds.
+    let held_id = "00000000000000000000000000000042";
+    let held = env.state.join("leases").join(format!("{held_id}.lease"));
+    fs::write(&held, b"").unwrap();
+    fs::set_permissions(&held, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    let holder = fs::File::open(&held).unwrap();
+    holder.lock_shared().unwrap();
+    // A name lease does not make, and a symlink where a lease file would be.
+    let notes = env.state.join("leases/notes.txt");
+    fs::write(&notes, b"mine").unwrap();
+    let link_id = "00000000000000000000000000000043";
+    let link = env.state.join("leases").join(format!("{link_id}.lease"));
+    std::os::unix::fs::symlink(&notes, &link).unwrap();
+    // A bundle no record names whose commit exists nowhere else: a bundle
+    // of a commit made in a throwaway clone, put into c's archive.
+    let clone = env.root.join("throwaway");
+    env.git(&env.root, &["clone", "-q", repo.to_str().unwrap(), clone.to_str().unwrap()]);
+    env.git(&clone, &["commit", "-q", "--allow-empty", "-m", "only here"]);
+    let only = env.state.join("archives").join(&c).join("7.bundle");
+    env.git(&clone, &["bundle", "create", "-q", only.to_str().unwrap(), "main", "^origin/main"]);
+    fs::remove_dir_all(&clone).unwrap();
+    let keep = [(held.clone(), "held"), (only.clone(), "only copy")];
+
+    // The dry run reports each, with bytes, and changes nothing.
+    let state_before = state_manifest(&env);
+    let (o, v) = reap_json(&env, &[]);
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{}", stderr(&o));
+    assert_eq!(state_manifest(&env), state_before, "a dry run changes nothing");
+    // a's lease file is still claimed by its `planned` record, which the
+    // reap would first finish (`would-finish`); --apply then finds it.
+    assert!(leftover(&v, &a_lease).is_none(), "{v:#}");
+    for (p, kind) in [
+        (&a_temp[0], "temp-file"),
+        (&b_tmp, "bundle-temp"),
+        (&scratch[0], "scratch"),
+    ] {
+        let l = leftover(&v, p).unwrap_or_else(|| panic!("{} not reported: {v:#}", p.display()));
+        assert_eq!(l["kind"], kind, "{l}");
+        assert_eq!(l["kept"], serde_json::Value::Null, "{l}");
+        assert_eq!(l["removed"], false);
+    }
+    let l = leftover(&v, &c_bundle).unwrap();
+    assert!(l["bytes"].as_u64().unwrap() > 0, "{l}");
+    assert_eq!(l["kept"], serde_json::Value::Null, "its commit is on a branch: {l}");
+    let l = leftover(&v, &held).unwrap();
+    assert!(l["kept"].as_str().unwrap().contains("held"), "{l}");
+    let l = leftover(&v, &only).unwrap();
+    assert!(l["kept"].as_str().unwrap().contains("not in") || l["kept"].as_str().unwrap().contains("only copy"), "{l}");
+    assert!(leftover(&v, &notes).is_none(), "not a name lease makes");
+    let l = leftover(&v, &link).unwrap();
+    assert!(l["kept"].as_str().unwrap().contains("not a regular file"), "{l}");
+    assert!(v["leftover_bytes"].as_u64().unwrap() > 0);
+    let o = within(env.lease().args(["reap"]));
+    assert!(stdout(&o).contains("would remove leftover unfinished bundle"), "{}", stdout(&o));
+    assert!(stdout(&o).contains("kept leftover lease file"), "{}", stdout(&o));
+
+    // --apply removes exactly the free ones, and finishes the records.
+    let (o, v) = reap_json(&env, &["--apply"]);
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{}\n{v:#}", stderr(&o));
+    for p in [&a_lease, &a_temp[0], &b_tmp, &scratch[0], &c_bundle] {
+        assert!(!p.exists(), "{} still there: {v:#}", p.display());
+    }
+    // b's retire, run again by the reap, rebuilds `.1.bundle.tmp` under
+    // its own name and moves it into place; the rest the sweep removed.
+    for p in [&a_lease, &a_temp[0], &scratch[0], &c_bundle] {
+        let l = leftover(&v, p).unwrap_or_else(|| panic!("{}: {v:#}", p.display()));
+        assert_eq!(l["removed"], true, "{l}");
+    }
+    for (p, why) in &keep {
+        assert!(p.exists(), "{why}: {} was removed", p.display());
+    }
+    assert!(notes.exists() && fs::symlink_metadata(&link).is_ok());
+    assert_eq!(env.record_of(&a)["state"], "removed");
+    for id in [&b, &c] {
+        let r = env.record_of(id);
+        assert_eq!(r["state"], "removed", "{r:#}");
+        assert!(Path::new(r["archive"]["location"].as_str().unwrap()).is_file(), "the named bundle stays");
+    }
+    assert_eq!(lost_commits(&env, &repo, &before_commits), Vec::<String>::new());
+    assert!(audit_chain_ok(&env));
+    // Once the holder is gone, that lease file goes too.
+    drop(holder);
+    let (_, v) = reap_json(&env, &["--apply"]);
+    assert!(!held.exists(), "{v:#}");
+    assert!(only.exists(), "the only copy of a commit is never removed");
+}
+
+/// True while a process of process group `pgid` runs (zombies, which hold
+/// no descriptor and no lock, do not count), by `/proc/<pid>/stat`.
+fn group_alive(pgid: u32) -> bool {
+    fs::read_dir("/proc").unwrap().flatten().any(|e| {
+        let Ok(stat) = fs::read_to_string(e.path().join("stat")) else {
+            return false;
+        };
+        let Some((_, rest)) = stat.rsplit_once(')') else {
+            return false;
+        };
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        f.len() > 2 && f[0] != "Z" && f[0] != "X" && f[2] == pgid.to_string()
+    })
+}
+
+/// Runs `c` in its own process group within the deadline, then waits for
+/// every process left in that group (a SIGKILLed launcher's command, a git
+/// child) to end, so the invariants are judged on a quiet scene.
+fn run_to_quiet(c: &mut Command) -> Output {
+    let (o, pgid) = within_group(c);
+    let start = Instant::now();
+    while group_alive(pgid) {
+        assert!(start.elapsed() < DEADLINE, "process group {pgid} never ended");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    o
+}
+
+/// A fault injected into one run of lease.
+#[derive(Debug, Clone, Copy)]
+enum Fault {
+    /// The n-th durable write fails with ENOSPC.
+    Enospc(u64),
+    /// lease dies of SIGKILL before its n-th durable write.
+    Kill(u64),
+    /// lease dies of SIGKILL at the named step.
+    Step(&'static str),
+}
+
+impl Fault {
+    fn env(self) -> (&'static str, String) {
+        match self {
+            Fault::Enospc(n) => ("LEASE_FI_FAIL_WRITE", n.to_string()),
+            Fault::Kill(n) => ("LEASE_FI_CRASH_WRITE", n.to_string()),
+            Fault::Step(s) => ("LEASE_FI_CRASH", s.to_string()),
+        }
+    }
+}
+
+/// The operations of the fault matrix.
+#[derive(Debug, Clone, Copy)]
+enum Op {
+    /// `lease exec` creating a worktree, its command committing, and the
+    /// retire after exit.
+    Create,
+    /// `lease retire --all` over a worktree with a unique commit and a held one.
+    Retire,
+    /// `lease restore` of an archive.
+    Restore,
+    /// `lease reap --apply` over a crashed exec and a terminal record.
+    Reap,
+}
+
+/// One scene of the matrix: a sandbox, a repository, a held worktree whose
+/// untracked file is work (it must survive everything), the commits that
+/// must never be lost, and the command of the operation.
+struct Scene {
+    env: TestEnv,
+    repo: PathBuf,
+    precious: PathBuf,
+    commits: std::collections::BTreeSet<String>,
+    made: PathBuf,
+    target: Option<String>,
+}
+
+impl Scene {
+    fn new(op: Op) -> Scene {
+        let env = TestEnv::new();
+        let repo = env.repo();
+        // Held work: a terminal worktree with an untracked file.
+        let (_, wt) = env.kept(&repo, "held", "echo mine > precious.txt");
+        let precious = wt.join("precious.txt");
+        let made = env.file("made");
+        let mut target = None;
+        match op {
+            Op::Create => {}
+            Op::Retire => {
+                env.kept(&repo, "r", "echo r > r && git add r && git commit -qm r");
+            }
+            Op::Restore => {
+                let (id, _) = archived(&env, &repo, "a");
+                target = Some(id);
+            }
+            Op::Reap => {
+                env.kept(&repo, "p", "echo p > p && git add p && git commit -qm p");
+                let o = env
+                    .lease()
+                    .current_dir(&repo)
+                    .env("LEASE_FI_CRASH", "exec-active")
+                    .args(["exec", "--", "true"])
+                    .output()
+                    .unwrap();
+                assert_eq!(o.status.code(), None, "killed at exec-active: {}", stderr(&o));
+            }
+        }
+        let commits = lost_set(&env, &repo);
+        Scene {
+            env,
+            repo,
+            precious,
+            commits,
+            made,
+            target,
+        }
+    }
+
+    fn command(&self, op: Op) -> Command {
+        let mut c = self.env.lease();
+        c.current_dir(&self.repo);
+        match op {
+            Op::Create => {
+                let script = format!(
+                    "echo w > w && git add w && git commit -qm w && git rev-parse HEAD > '{}'",
+                    self.made.display()
+                );
+                c.args(["exec", "--branch", "w", "--", "sh", "-c", &script]);
+            }
+            Op::Retire => {
+                c.args(["retire", "--all"]);
+            }
+            Op::Restore => {
+                c.args(["restore", self.target.as_deref().unwrap()]);
+            }
+            Op::Reap => {
+                c.args(["reap", "--apply"]);
+            }
+        }
+        c
+    }
+
+    /// After a faulted run: the reconciler finishes, and the invariants
+    /// hold. `what` names the case in failures.
+    fn check(&self, what: &str) {
+        let env = &self.env;
+        for round in 0..2 {
+            let (o, v) = reap_json(env, &["--apply"]);
+            assert!(
+                matches!(o.status.code(), Some(0 | 1)),
+                "{what}: reap --apply round {round} exit {:?}: {}\n{v:#}",
+                o.status.code(),
+                stderr(&o)
+            );
+        }
+        for r in env.records() {
+            let state = r["state"].as_str().unwrap();
+            assert!(
+                matches!(state, "removed" | "retained" | "terminal"),
+                "{what}: the reconciler left {} {state}: {r:#}",
+                r["id"]
+            );
+            if let Err(e) = audit_matches_record(env, r["id"].as_str().unwrap()) {
+                panic!("{what}: {e}");
+            }
+        }
+        assert!(self.precious.is_file(), "{what}: held work was deleted");
+        let mut must = self.commits.clone();
+        if let Ok(made) = fs::read_to_string(&self.made) {
+            must.insert(made.trim().to_string());
+        }
+        assert_eq!(
+            lost_commits(env, &self.repo, &must),
+            Vec::<String>::new(),
+            "{what}: commits lost"
+        );
+        assert!(audit_chain_ok(env), "{what}: audit chain");
+        let (_, v) = reap_json(env, &[]);
+        let removable: Vec<&serde_json::Value> = v["leftovers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|l| l["kept"].is_null())
+            .collect();
+        assert!(removable.is_empty(), "{what}: leftovers not cleaned: {removable:#?}");
+    }
+}
+
+/// Commits that must survive: every one reachable in the repository now,
+/// and every archived tip.
+fn lost_set(env: &TestEnv, repo: &Path) -> std::collections::BTreeSet<String> {
+    let mut all = reachable_commits(env, repo);
+    for r in env.records() {
+        if let Some(tip) = r["archive"]["tip"].as_str() {
+            all.insert(tip.to_string());
+        }
+    }
+    all
+}
+
+/// How many durable writes a fault-free run of `op` makes.
+fn writes_of(op: Op) -> u64 {
+    let scene = Scene::new(op);
+    let count = scene.env.file("writes");
+    let o = run_to_quiet(scene.command(op).env("LEASE_FI_WRITES_TO", &count));
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{op:?} fault-free: {}", stderr(&o));
+    scene.check(&format!("{op:?} fault-free"));
+    fs::read_to_string(&count)
+        .unwrap_or_else(|_| panic!("{op:?} made no durable write"))
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+/// ENOSPC at every durable write, SIGKILL before every durable write and
+/// at every named step of `op`: after each, the reconciler finishes, no
+/// commit is lost, held work stays, the audit log chains and has one line
+/// per event, and no leftover stays behind.
+fn fault_matrix(op: Op, steps: &[&'static str]) {
+    let total = writes_of(op);
+    let mut faults: Vec<Fault> = (1..=total)
+        .flat_map(|n| [Fault::Enospc(n), Fault::Kill(n)])
+        .collect();
+    faults.extend(steps.iter().map(|s| Fault::Step(s)));
+    let mut fired = 0;
+    for f in faults {
+        let scene = Scene::new(op);
+        let (k, v) = f.env();
+        let o = run_to_quiet(scene.command(op).env(k, &v));
+        if o.status.code() != Some(0) {
+            fired += 1;
+        }
+        scene.check(&format!("{op:?} {f:?}"));
+    }
+    eprintln!(
+        "fault matrix {op:?}: {total} durable writes, {} steps; {fired} faults changed the exit status",
+        steps.len()
+    );
+    assert!(fired > 0, "{op:?}: no fault ever changed the outcome");
+}
+
+#[test]
+fn every_fault_of_exec_creating_a_worktree_leaves_a_state_the_reconciler_finishes() {
+    fault_matrix(
+        Op::Create,
+        &[
+            "exec-planned",
+            "exec-leased",
+            "exec-added",
+            "exec-active",
+            "exec-ran",
+            "retire-locked",
+            "archive-bundle-created",
+            "archive-written",
+            "retire-before-remove",
+        ],
+    );
+}
+
+#[test]
+fn every_fault_of_a_retire_leaves_a_state_the_reconciler_finishes() {
+    fault_matrix(
+        Op::Retire,
+        &[
+            "retire-locked",
+            "archive-bundle-created",
+            "archive-written",
+            "retire-before-remove",
+        ],
+    );
+}
+
+#[test]
+fn every_fault_of_a_restore_leaves_a_state_the_reconciler_finishes() {
+    fault_matrix(
+        Op::Restore,
+        &["restore-fetched", "exec-added", "restore-created"],
+    );
+}
+
+#[test]
+fn every_fault_of_a_reap_leaves_a_state_the_reconciler_finishes() {
+    fault_matrix(
+        Op::Reap,
+        &[
+            "reap-locked",
+            "retire-locked",
+            "archive-bundle-created",
+            "archive-written",
+            "retire-before-remove",
+        ],
+    );
 }
