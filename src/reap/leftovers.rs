@@ -235,7 +235,10 @@ fn lease_file_free(path: &Path) -> Result<fs::File, String> {
     if !pids.is_empty() {
         return Err(format!(
             "process(es) {} have it open",
-            pids.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
+            pids.iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
         ));
     }
     match crate::safety::lstat(path) {
@@ -279,7 +282,10 @@ impl Bundle<'_> {
             Ok(o) if o.ok && o.stdout.is_empty() => Ok(()),
             Ok(o) if o.ok => Err(format!(
                 "it holds {} commit(s) no ref of `{}` reaches: it may be the only copy",
-                o.stdout.split(|&b| b == b'\n').filter(|l| !l.is_empty()).count(),
+                o.stdout
+                    .split(|&b| b == b'\n')
+                    .filter(|l| !l.is_empty())
+                    .count(),
                 self.repo.display()
             )),
             Ok(o) => Err(format!(
@@ -462,11 +468,9 @@ fn judge(
                 crate::paths::remove_scratch(root, &f.path)
                     .map_err(|e| Judged::Failed(e.to_string()))?;
             }
-            return Ok(());
+            Ok(())
         }
-        _ if !own_file(&f.path) => {
-            return kept("not a regular file of this user: lease did not make it");
-        }
+        _ if !own_file(&f.path) => kept("not a regular file of this user: lease did not make it"),
         Name::Temp(_, pid) => {
             if pid_exists(*pid) {
                 return kept("its writer (a process with that pid) still runs");
@@ -493,16 +497,16 @@ fn judge(
             }
             // A retire that is building or verifying a bundle of this record
             // holds its lease exclusively: take it for the removal.
-            let _lock = match known {
-                Known::Ok(rec) if rec.state != State::Removed => match &rec.lease {
-                    Some(l) => Some(
-                        crate::lease::try_exclusive_checked(l, rec.uid)
-                            .map_err(|h| Judged::Kept(format!("{}: {}", h.reason.code(), h.detail)))?,
-                    ),
-                    None => None,
-                },
-                _ => None,
-            };
+            let _lock =
+                match known {
+                    Known::Ok(rec) if rec.state != State::Removed => match &rec.lease {
+                        Some(l) => Some(crate::lease::try_exclusive_checked(l, rec.uid).map_err(
+                            |h| Judged::Kept(format!("{}: {}", h.reason.code(), h.detail)),
+                        )?),
+                        None => None,
+                    },
+                    _ => None,
+                };
             remove(&f.path)
         }
     }
@@ -529,14 +533,24 @@ mod tests {
             Name::parse(Dir::Archive, ".3.bundle.tmp"),
             Some(Name::BundleTemp(3))
         );
-        for other in ["03.bundle", "-1.bundle", "x.bundle", ".3.bundle", "3.bundle.tmp"] {
+        for other in [
+            "03.bundle",
+            "-1.bundle",
+            "x.bundle",
+            ".3.bundle",
+            "3.bundle.tmp",
+        ] {
             assert_eq!(Name::parse(Dir::Archive, other), None, "{other}");
         }
         assert_eq!(
             Name::parse(Dir::Scratch, &format!("{ID}-build-42")),
             Some(Name::Scratch(ID.into(), 42))
         );
-        for other in [&format!("{ID}-other-42")[..], "x-build-42", &format!("{ID}-build-x")] {
+        for other in [
+            &format!("{ID}-other-42")[..],
+            "x-build-42",
+            &format!("{ID}-build-x"),
+        ] {
             assert_eq!(Name::parse(Dir::Scratch, other), None, "{other}");
         }
         assert_eq!(
@@ -559,7 +573,10 @@ mod tests {
         let lease = Name::Lease(r.id.clone());
         let p = Path::new("/s/leases/x.lease");
         assert!(claimed(Known::Ok(&r), &lease, p));
-        assert!(claimed(Known::Bad, &lease, p), "a corrupt record claims everything");
+        assert!(
+            claimed(Known::Bad, &lease, p),
+            "a corrupt record claims everything"
+        );
         assert!(!claimed(Known::Missing, &lease, p));
         r.state = State::Removed;
         assert!(!claimed(Known::Ok(&r), &lease, p));

@@ -1295,7 +1295,16 @@ fn the_reconciler_reports_what_killed_commands_left_and_removes_only_its_own() {
     let (_, b) = new_record(&env, || {
         env.lease()
             .current_dir(&repo)
-            .args(["exec", "--keep", "--branch", "b", "--", "sh", "-c", "echo b > b && git add b && git commit -qm b"])
+            .args([
+                "exec",
+                "--keep",
+                "--branch",
+                "b",
+                "--",
+                "sh",
+                "-c",
+                "echo b > b && git add b && git commit -qm b",
+            ])
             .output()
             .unwrap()
     });
@@ -1320,7 +1329,16 @@ fn the_reconciler_reports_what_killed_commands_left_and_removes_only_its_own() {
     let (_, c) = new_record(&env, || {
         env.lease()
             .current_dir(&repo)
-            .args(["exec", "--keep", "--branch", "c", "--", "sh", "-c", "echo c > c && git add c && git commit -qm c"])
+            .args([
+                "exec",
+                "--keep",
+                "--branch",
+                "c",
+                "--",
+                "sh",
+                "-c",
+                "echo c > c && git add c && git commit -qm c",
+            ])
             .output()
             .unwrap()
     });
@@ -1351,10 +1369,31 @@ fn the_reconciler_reports_what_killed_commands_left_and_removes_only_its_own() {
     // A bundle no record names whose commit exists nowhere else: a bundle
     // of a commit made in a throwaway clone, put into c's archive.
     let clone = env.root.join("throwaway");
-    env.git(&env.root, &["clone", "-q", repo.to_str().unwrap(), clone.to_str().unwrap()]);
-    env.git(&clone, &["commit", "-q", "--allow-empty", "-m", "only here"]);
+    env.git(
+        &env.root,
+        &[
+            "clone",
+            "-q",
+            repo.to_str().unwrap(),
+            clone.to_str().unwrap(),
+        ],
+    );
+    env.git(
+        &clone,
+        &["commit", "-q", "--allow-empty", "-m", "only here"],
+    );
     let only = env.state.join("archives").join(&c).join("7.bundle");
-    env.git(&clone, &["bundle", "create", "-q", only.to_str().unwrap(), "main", "^origin/main"]);
+    env.git(
+        &clone,
+        &[
+            "bundle",
+            "create",
+            "-q",
+            only.to_str().unwrap(),
+            "main",
+            "^origin/main",
+        ],
+    );
     fs::remove_dir_all(&clone).unwrap();
     let keep = [(held.clone(), "held"), (only.clone(), "only copy")];
 
@@ -1362,7 +1401,11 @@ fn the_reconciler_reports_what_killed_commands_left_and_removes_only_its_own() {
     let state_before = state_manifest(&env);
     let (o, v) = reap_json(&env, &[]);
     assert!(matches!(o.status.code(), Some(0 | 1)), "{}", stderr(&o));
-    assert_eq!(state_manifest(&env), state_before, "a dry run changes nothing");
+    assert_eq!(
+        state_manifest(&env),
+        state_before,
+        "a dry run changes nothing"
+    );
     // a's lease file is still claimed by its `planned` record, which the
     // reap would first finish (`would-finish`); --apply then finds it.
     assert!(leftover(&v, &a_lease).is_none(), "{v:#}");
@@ -1378,22 +1421,45 @@ fn the_reconciler_reports_what_killed_commands_left_and_removes_only_its_own() {
     }
     let l = leftover(&v, &c_bundle).unwrap();
     assert!(l["bytes"].as_u64().unwrap() > 0, "{l}");
-    assert_eq!(l["kept"], serde_json::Value::Null, "its commit is on a branch: {l}");
+    assert_eq!(
+        l["kept"],
+        serde_json::Value::Null,
+        "its commit is on a branch: {l}"
+    );
     let l = leftover(&v, &held).unwrap();
     assert!(l["kept"].as_str().unwrap().contains("held"), "{l}");
     let l = leftover(&v, &only).unwrap();
-    assert!(l["kept"].as_str().unwrap().contains("not in") || l["kept"].as_str().unwrap().contains("only copy"), "{l}");
+    assert!(
+        l["kept"].as_str().unwrap().contains("not in")
+            || l["kept"].as_str().unwrap().contains("only copy"),
+        "{l}"
+    );
     assert!(leftover(&v, &notes).is_none(), "not a name lease makes");
     let l = leftover(&v, &link).unwrap();
-    assert!(l["kept"].as_str().unwrap().contains("not a regular file"), "{l}");
+    assert!(
+        l["kept"].as_str().unwrap().contains("not a regular file"),
+        "{l}"
+    );
     assert!(v["leftover_bytes"].as_u64().unwrap() > 0);
     let o = within(env.lease().args(["reap"]));
-    assert!(stdout(&o).contains("would remove leftover unfinished bundle"), "{}", stdout(&o));
-    assert!(stdout(&o).contains("kept leftover lease file"), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("would remove leftover unfinished bundle"),
+        "{}",
+        stdout(&o)
+    );
+    assert!(
+        stdout(&o).contains("kept leftover lease file"),
+        "{}",
+        stdout(&o)
+    );
 
     // --apply removes exactly the free ones, and finishes the records.
     let (o, v) = reap_json(&env, &["--apply"]);
-    assert!(matches!(o.status.code(), Some(0 | 1)), "{}\n{v:#}", stderr(&o));
+    assert!(
+        matches!(o.status.code(), Some(0 | 1)),
+        "{}\n{v:#}",
+        stderr(&o)
+    );
     for p in [&a_lease, &a_temp[0], &b_tmp, &scratch[0], &c_bundle] {
         assert!(!p.exists(), "{} still there: {v:#}", p.display());
     }
@@ -1411,9 +1477,15 @@ fn the_reconciler_reports_what_killed_commands_left_and_removes_only_its_own() {
     for id in [&b, &c] {
         let r = env.record_of(id);
         assert_eq!(r["state"], "removed", "{r:#}");
-        assert!(Path::new(r["archive"]["location"].as_str().unwrap()).is_file(), "the named bundle stays");
+        assert!(
+            Path::new(r["archive"]["location"].as_str().unwrap()).is_file(),
+            "the named bundle stays"
+        );
     }
-    assert_eq!(lost_commits(&env, &repo, &before_commits), Vec::<String>::new());
+    assert_eq!(
+        lost_commits(&env, &repo, &before_commits),
+        Vec::<String>::new()
+    );
     assert!(audit_chain_ok(&env));
     // Once the holder is gone, that lease file goes too.
     drop(holder);
@@ -1444,7 +1516,10 @@ fn run_to_quiet(c: &mut Command) -> Output {
     let (o, pgid) = within_group(c);
     let start = Instant::now();
     while group_alive(pgid) {
-        assert!(start.elapsed() < DEADLINE, "process group {pgid} never ended");
+        assert!(
+            start.elapsed() < DEADLINE,
+            "process group {pgid} never ended"
+        );
         std::thread::sleep(Duration::from_millis(10));
     }
     o
@@ -1524,7 +1599,12 @@ impl Scene {
                     .args(["exec", "--", "true"])
                     .output()
                     .unwrap();
-                assert_eq!(o.status.code(), None, "killed at exec-active: {}", stderr(&o));
+                assert_eq!(
+                    o.status.code(),
+                    None,
+                    "killed at exec-active: {}",
+                    stderr(&o)
+                );
             }
         }
         let commits = lost_set(&env, &repo);
@@ -1604,7 +1684,10 @@ impl Scene {
             .iter()
             .filter(|l| l["kept"].is_null())
             .collect();
-        assert!(removable.is_empty(), "{what}: leftovers not cleaned: {removable:#?}");
+        assert!(
+            removable.is_empty(),
+            "{what}: leftovers not cleaned: {removable:#?}"
+        );
     }
 }
 
@@ -1625,7 +1708,11 @@ fn writes_of(op: Op) -> u64 {
     let scene = Scene::new(op);
     let count = scene.env.file("writes");
     let o = run_to_quiet(scene.command(op).env("LEASE_FI_WRITES_TO", &count));
-    assert!(matches!(o.status.code(), Some(0 | 1)), "{op:?} fault-free: {}", stderr(&o));
+    assert!(
+        matches!(o.status.code(), Some(0 | 1)),
+        "{op:?} fault-free: {}",
+        stderr(&o)
+    );
     scene.check(&format!("{op:?} fault-free"));
     fs::read_to_string(&count)
         .unwrap_or_else(|_| panic!("{op:?} made no durable write"))
