@@ -231,7 +231,7 @@ fn lease_file_free(path: &Path) -> Result<fs::File, String> {
         crate::plan::LockOutcome::Error(e) => return Err(format!("cannot lock it: {e}")),
     }
     let seen = crate::safety::fstat(&f).ok_or("cannot fstat it")?;
-    let (pids, _) = crate::procs::holders((seen.dev, seen.ino));
+    let (pids, _) = crate::os::procfs::holders((seen.dev, seen.ino));
     if !pids.is_empty() {
         return Err(format!(
             "process(es) {} have it open",

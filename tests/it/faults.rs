@@ -75,21 +75,16 @@ pub(crate) fn mkfifo(path: &Path) {
 }
 
 /// Makes a character device at `path` with the numbers of `/dev/zero`
-/// (1, 5), which reads forever: only root can (`CAP_MKNOD`). Returns false,
-/// after saying SKIPPED, when this process cannot.
-fn mkdev(path: &Path, what: &str) -> bool {
-    let made = rustix::fs::mknodat(
+/// (1, 5), which reads forever: only root can (`CAP_MKNOD`).
+fn mkdev(path: &Path) -> std::io::Result<()> {
+    rustix::fs::mknodat(
         rustix::fs::CWD,
         path,
         rustix::fs::FileType::CharacterDevice,
         rustix::fs::Mode::RUSR | rustix::fs::Mode::WUSR,
         rustix::fs::makedev(1, 5),
-    );
-    if let Err(e) = made {
-        eprintln!("SKIPPED {what}: cannot make a device node here ({e}); needs root");
-        return false;
-    }
-    true
+    )?;
+    Ok(())
 }
 
 /// The kinds of special entry a test puts where lease reads a file.
@@ -100,21 +95,72 @@ enum Special {
     Device,
 }
 
+/// A special entry planted where lease reads a file, and how to run lease
+/// so that it sees it. A device is a real device node for root; for an
+/// ordinary user, who cannot make one, the name holds an empty file and
+/// each lease command runs in a private mount namespace (support's
+/// [`PRIVATE_ROOT`]) where `/dev/zero` is bind-mounted over it: a real
+/// character device, under the same name, for that command.
+struct Planted {
+    path: PathBuf,
+    bind: Option<tempfile::TempDir>,
+}
+
+impl Planted {
+    /// `lease` as the tests run it, seeing the planted entry.
+    fn lease(&self, env: &TestEnv) -> Command {
+        let Some(new_root) = &self.bind else {
+            return env.lease();
+        };
+        let lease = env!("CARGO_BIN_EXE_lease");
+        let bin_dir = Path::new(lease).parent().unwrap();
+        let mut c = env.cmd("unshare");
+        c.args(ns_as_ourselves())
+            .args(["sh", "-c", PRIVATE_ROOT, "sh"])
+            .arg(new_root.path())
+            .arg(&env.root)
+            .arg(bin_dir)
+            .arg(format!(
+                "mount --bind /dev/zero '{}' || exit 97; exec '{lease}' \"$@\"",
+                self.path.display()
+            ));
+        c
+    }
+}
+
 /// Replaces `path` with a special entry of `kind`; a symlink points at a
 /// copy of what was there (still valid content: lease must not follow it).
-/// Returns false when the kind cannot be made here (SKIPPED said).
-fn plant(path: &Path, kind: Special) -> bool {
+/// Returns `None`, the test recorded as skipped, when the kind cannot be
+/// made here.
+fn plant(path: &Path, kind: Special) -> Option<Planted> {
     let copy = path.with_extension("copy");
     if path.exists() {
         fs::copy(path, &copy).unwrap();
         fs::remove_file(path).unwrap();
     }
+    let mut bind = None;
     match kind {
         Special::Fifo => mkfifo(path),
         Special::Symlink => std::os::unix::fs::symlink(&copy, path).unwrap(),
-        Special::Device => return mkdev(path, &format!("a device at {}", path.display())),
+        Special::Device if is_root() => mkdev(path).unwrap(),
+        Special::Device => {
+            // Probe the namespace once: where it cannot be built, skip.
+            fs::write(path, b"").unwrap();
+            let env_probe = Command::new("unshare")
+                .args(ns_as_ourselves())
+                .arg("true")
+                .output();
+            if !env_probe.is_ok_and(|o| o.status.success()) {
+                skip("an ordinary user needs unshare -Urm to put a device where lease reads");
+                return None;
+            }
+            bind = Some(tempfile::tempdir().unwrap());
+        }
     }
-    true
+    Some(Planted {
+        path: path.to_path_buf(),
+        bind,
+    })
 }
 
 fn what(kind: Special) -> &'static str {
@@ -153,10 +199,10 @@ fn a_special_file_in_place_of_a_record_is_corrupt_and_never_waited_on() {
         let id = kept_record(&env, &repo, "bad");
         let other = kept_record(&env, &repo, "good");
         let file = env.state.join("records").join(format!("{id}.json"));
-        if !plant(&file, kind) {
+        let Some(planted) = plant(&file, kind) else {
             continue;
-        }
-        let o = within(env.lease().args(["list", "--json"]));
+        };
+        let o = within(planted.lease(&env).args(["list", "--json"]));
         assert_code(&o, 0);
         let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
         let bad = v
@@ -187,12 +233,12 @@ fn a_special_file_in_place_of_a_record_is_corrupt_and_never_waited_on() {
             vec!["retire", id.as_str()],
             vec!["release", id.as_str()],
         ] {
-            let o = within(env.lease().args(&args));
+            let o = within(planted.lease(&env).args(&args));
             assert_code(&o, 3);
             let said = format!("{}{}", stdout(&o), stderr(&o));
             assert!(said.contains(what(kind)), "{kind:?} {args:?}: {said}");
         }
-        let o = within(env.lease().args(["reap", "--json"]));
+        let o = within(planted.lease(&env).args(["reap", "--json"]));
         assert_code(&o, 3);
         let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
         assert_eq!(r["complete"], false, "{kind:?}");
@@ -213,10 +259,10 @@ fn a_special_file_in_place_of_a_record_lock_fails_the_change_not_the_process() {
         let id = kept_record(&env, &repo, "b");
         let lock = env.state.join("records").join(format!("{id}.lock"));
         let before = fs::read(env.state.join("records").join(format!("{id}.json"))).unwrap();
-        if !plant(&lock, kind) {
+        let Some(planted) = plant(&lock, kind) else {
             continue;
-        }
-        let o = within(env.lease().args(["release", &id]));
+        };
+        let o = within(planted.lease(&env).args(["release", &id]));
         assert_code(&o, 3);
         assert!(stderr(&o).contains(what(kind)), "{kind:?}: {}", stderr(&o));
         assert_eq!(
@@ -224,7 +270,7 @@ fn a_special_file_in_place_of_a_record_lock_fails_the_change_not_the_process() {
             before,
             "{kind:?}: the record did not change"
         );
-        assert_code(&within(env.lease().args(["list"])), 0);
+        assert_code(&within(planted.lease(&env).args(["list"])), 0);
     }
 }
 
@@ -240,16 +286,20 @@ fn a_special_file_in_place_of_a_lease_file_holds_and_never_blocks() {
         let lease = env.lease_of(&id);
         let l = &env.record_of(&id)["lease"];
         let identity = format!("{}:{}", l["dev"], l["ino"]);
-        if !plant(&lease, kind) {
+        let Some(planted) = plant(&lease, kind) else {
             continue;
-        }
+        };
         let snap = Snapshot::take(&env, &repo, &id);
-        let o = within(env.lease().args(["retire", "--json", &id]));
+        let o = within(planted.lease(&env).args(["retire", "--json", &id]));
         assert_code(&o, 1);
         assert_eq!(reasons(&o), ["lease-identity"], "{kind:?}");
         snap.assert_held_unchanged(&env, &repo, "lease-identity");
         // A new session cannot take it either.
-        let o = within(env.lease().args(["exec", "--resume", &id, "--", "true"]));
+        let o = within(
+            planted
+                .lease(&env)
+                .args(["exec", "--resume", &id, "--", "true"]),
+        );
         assert_code(&o, 125);
         assert!(
             stderr(&o).contains("lease-identity"),
@@ -257,14 +307,15 @@ fn a_special_file_in_place_of_a_lease_file_holds_and_never_blocks() {
             stderr(&o)
         );
         let o = within(
-            env.lease()
+            planted
+                .lease(&env)
                 .env("LEASE_ID", &id)
                 .env("LEASE_FILE", &lease)
                 .env("LEASE_IDENTITY", &identity)
                 .args(["join", "--", "true"]),
         );
         assert_code(&o, 125);
-        assert_code(&within(env.lease().args(["list"])), 0);
+        assert_code(&within(planted.lease(&env).args(["list"])), 0);
         assert_eq!(manifest(&wt), tree, "{kind:?}");
     }
 }
@@ -280,10 +331,15 @@ fn a_special_orphans_file_is_reported_corrupt_and_left_alone() {
         assert_code(&within(env.lease().args(["reap", "--apply"])), 0);
         let file = env.state.join("orphans.json");
         assert!(file.exists());
-        if !plant(&file, kind) {
+        let Some(planted) = plant(&file, kind) else {
             continue;
-        }
-        let o = within(env.lease().args(["reap", "--apply", "--json"]));
+        };
+        let seen = |f: &Path| {
+            let m = fs::symlink_metadata(f).unwrap();
+            (std::os::unix::fs::MetadataExt::ino(&m), m.file_type())
+        };
+        let planted_as = seen(&file);
+        let o = within(planted.lease(&env).args(["reap", "--apply", "--json"]));
         assert_code(&o, 3);
         let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
         let errors = v["errors"].to_string();
@@ -291,9 +347,8 @@ fn a_special_orphans_file_is_reported_corrupt_and_left_alone() {
             errors.contains("corrupt") && errors.contains(what(kind)),
             "{kind:?}: {v:#}"
         );
-        let meta = fs::symlink_metadata(&file).unwrap();
-        assert!(!meta.file_type().is_file(), "{kind:?}: left as it is");
-        assert_code(&within(env.lease().args(["reap"])), 3);
+        assert_eq!(seen(&file), planted_as, "{kind:?}: left as it is");
+        assert_code(&within(planted.lease(&env).args(["reap"])), 3);
     }
 }
 
@@ -305,15 +360,15 @@ fn a_special_audit_log_is_refused_by_verify_and_by_every_change() {
         let id = kept_record(&env, &repo, "b");
         let log = env.state.join("audit.jsonl");
         let logged = fs::read(&log).unwrap();
-        if !plant(&log, kind) {
+        let Some(planted) = plant(&log, kind) else {
             continue;
-        }
-        let o = within(env.lease().args(["audit", "verify"]));
+        };
+        let o = within(planted.lease(&env).args(["audit", "verify"]));
         assert_code(&o, 3);
         assert!(stderr(&o).contains(what(kind)), "{kind:?}: {}", stderr(&o));
         // A change writes its record, then cannot append its line: exit 3,
         // and the line is kept in the record for a later recovery.
-        let o = within(env.lease().args(["release", &id]));
+        let o = within(planted.lease(&env).args(["release", &id]));
         assert_code(&o, 3);
         assert!(stderr(&o).contains(what(kind)), "{kind:?}: {}", stderr(&o));
         let rec = env.record_of(&id);
@@ -336,11 +391,11 @@ fn a_special_reaper_lock_or_bundle_is_refused_without_waiting() {
         let (id, _tip) = archived(&env, &repo, "work");
         let lock = env.state.join("locks/reap.lock");
         let _ = fs::remove_file(&lock);
-        if !plant(&lock, kind) {
+        let Some(planted) = plant(&lock, kind) else {
             continue;
-        }
+        };
         for args in [&["reap", "--apply"][..], &["reap"]] {
-            let o = within(env.lease().args(args));
+            let o = within(planted.lease(&env).args(args));
             assert_code(&o, 3);
             assert!(
                 stderr(&o).contains(what(kind)),
@@ -349,8 +404,10 @@ fn a_special_reaper_lock_or_bundle_is_refused_without_waiting() {
             );
         }
         let bundle = PathBuf::from(env.record_of(&id)["archive"]["location"].as_str().unwrap());
-        assert!(plant(&bundle, kind));
-        let o = within(env.lease().args(["archive", "verify", &id]));
+        let Some(planted) = plant(&bundle, kind) else {
+            continue;
+        };
+        let o = within(planted.lease(&env).args(["archive", "verify", &id]));
         assert_code(&o, 1);
         assert!(stderr(&o).contains(what(kind)), "{kind:?}: {}", stderr(&o));
     }
@@ -1003,48 +1060,76 @@ fn a_torn_audit_write_is_followed_by_a_line_of_its_own_that_records_the_recovery
 
 /// A real small filesystem: a 1 MiB tmpfs mounted in a private mount
 /// namespace that a `sleep` keeps alive, entered with `nsenter` for each
-/// command. Needs root (`unshare -m`; under `unshare -Urm` the state
-/// root's root-owned ancestors show as uid 65534 and lease rightly refuses
-/// them), so for anyone else [`SmallDisk::new`] says SKIPPED.
+/// command. As root: `unshare -m`. As an ordinary user: a user namespace
+/// that maps only our uid, in the private root of [`PRIVATE_ROOT`] (below
+/// the system's root-owned `/` and `/tmp`, which show as uid 65534 there,
+/// lease rightly refuses a state root). Where neither works,
+/// [`SmallDisk::new`] records the test as skipped.
 pub(crate) struct SmallDisk {
     _ns: Bg,
+    _new_root: Option<tempfile::TempDir>,
     pid: u32,
+    user_ns: bool,
     /// The tmpfs mount point (under the test's temp dir).
     pub(crate) dir: PathBuf,
 }
 
 impl SmallDisk {
-    pub(crate) fn new(env: &TestEnv, what: &str) -> Option<SmallDisk> {
-        if rustix::process::geteuid().as_raw() != 0 {
-            eprintln!("SKIPPED {what}: a real full filesystem needs root (unshare -m, tmpfs)");
-            return None;
-        }
+    pub(crate) fn new(env: &TestEnv) -> Option<SmallDisk> {
         let dir = env.root.join("small");
         fs::create_dir(&dir).unwrap();
         let ready = env.root.join("small-ready");
+        let script = format!(
+            "mount -t tmpfs -o size=1m,mode=0700 tmpfs '{}' || exit 9; \
+             echo $$ > '{r}.tmp' && mv '{r}.tmp' '{r}' && exec sleep 600",
+            dir.display(),
+            r = ready.display()
+        );
+        let user_ns = !is_root();
+        let mut new_root = None;
         let mut c = env.cmd("unshare");
-        c.args(["-m", "--propagation", "private", "sh", "-c"])
-            .arg(
-                "mount -t tmpfs -o size=1m,mode=0700 tmpfs \"$0\" || exit 9; \
-                 echo $$ > \"$1.tmp\" && mv \"$1.tmp\" \"$1\" && exec sleep 600",
-            )
-            .arg(&dir)
-            .arg(&ready)
-            .stdout(Stdio::null())
+        if user_ns {
+            let nr = tempfile::tempdir().unwrap();
+            let bin_dir = Path::new(env!("CARGO_BIN_EXE_lease")).parent().unwrap();
+            c.args(ns_as_ourselves())
+                .args(["sh", "-c", PRIVATE_ROOT, "sh"])
+                .arg(nr.path())
+                .arg(&env.root)
+                .arg(bin_dir)
+                .arg(&script);
+            new_root = Some(nr);
+        } else {
+            c.args(["-m", "--propagation", "private", "sh", "-c", &script]);
+        }
+        c.stdout(Stdio::null())
             .stderr(Stdio::piped())
             .process_group(0);
         let mut ns = Bg(Some(c.spawn().unwrap()));
-        let deadline = Instant::now() + Duration::from_secs(60);
+        let start = Instant::now();
         while !ready.exists() {
             if let Some(s) = ns.0.as_mut().unwrap().try_wait().unwrap() {
-                eprintln!("SKIPPED {what}: unshare -m and a tmpfs mount fail here ({s})");
+                let mut why = String::new();
+                let _ = std::io::Read::read_to_string(
+                    ns.0.as_mut().unwrap().stderr.as_mut().unwrap(),
+                    &mut why,
+                );
+                skip(&format!(
+                    "cannot mount a small tmpfs in a namespace here ({s}): {}",
+                    why.trim()
+                ));
                 return None;
             }
-            assert!(Instant::now() < deadline, "the namespace never got ready");
+            assert!(start.elapsed() < DEADLINE, "the namespace never got ready");
             std::thread::sleep(Duration::from_millis(10));
         }
         let pid = read_pid(&ready);
-        Some(SmallDisk { _ns: ns, pid, dir })
+        Some(SmallDisk {
+            _ns: ns,
+            _new_root: new_root,
+            pid,
+            user_ns,
+            dir,
+        })
     }
 
     /// The state root on the small filesystem.
@@ -1067,10 +1152,13 @@ impl SmallDisk {
         program: impl AsRef<std::ffi::OsStr>,
     ) -> Command {
         let mut c = env.cmd("nsenter");
-        c.arg("-t")
-            .arg(self.pid.to_string())
-            .arg("-m")
-            .arg(format!("--wd={}", dir.display()))
+        c.arg("-t").arg(self.pid.to_string());
+        if self.user_ns {
+            c.args(["-U", "--preserve-credentials", "-m", "-r"]);
+        } else {
+            c.arg("-m");
+        }
+        c.arg(format!("--wd={}", dir.display()))
             .arg("--")
             .arg(program)
             .env("LEASE_HOME", self.state());
@@ -1127,7 +1215,7 @@ impl SmallDisk {
 #[test]
 fn a_real_enospc_tears_an_audit_line_and_the_next_line_records_the_recovery() {
     let env = TestEnv::new();
-    let Some(disk) = SmallDisk::new(&env, "real ENOSPC audit tear") else {
+    let Some(disk) = SmallDisk::new(&env) else {
         return;
     };
     let repo = env.repo();
@@ -1201,7 +1289,7 @@ fn a_real_enospc_tears_an_audit_line_and_the_next_line_records_the_recovery() {
 #[test]
 fn exec_keeps_the_commands_status_when_the_state_root_fills_up() {
     let env = TestEnv::new();
-    let Some(disk) = SmallDisk::new(&env, "real ENOSPC after the command") else {
+    let Some(disk) = SmallDisk::new(&env) else {
         return;
     };
     let repo = env.repo();
@@ -1688,6 +1776,39 @@ impl Scene {
             removable.is_empty(),
             "{what}: leftovers not cleaned: {removable:#?}"
         );
+        // And by looking, not by lease's own report: no temporary file, no
+        // scratch repository, no unfinished bundle, and no lease file but
+        // those of records that are not removed.
+        let live: Vec<String> = env
+            .records()
+            .iter()
+            .filter(|r| r["state"] != "removed")
+            .map(|r| format!("{}.lease", r["id"].as_str().unwrap()))
+            .collect();
+        let mut stray: Vec<PathBuf> = Vec::new();
+        let mut stack = vec![env.state.clone()];
+        while let Some(d) = stack.pop() {
+            for e in fs::read_dir(&d).into_iter().flatten().flatten() {
+                let p = e.path();
+                let name = e.file_name().to_string_lossy().into_owned();
+                if p.starts_with(env.state.join("worktrees")) {
+                    continue;
+                }
+                if d == env.state.join("scratch") {
+                    stray.push(p);
+                    continue;
+                }
+                if e.file_type().unwrap().is_dir() {
+                    stack.push(p);
+                    continue;
+                }
+                let lease_left = d == env.state.join("leases") && !live.contains(&name);
+                if name.contains(".tmp") || lease_left {
+                    stray.push(p);
+                }
+            }
+        }
+        assert!(stray.is_empty(), "{what}: left on disk: {stray:#?}");
     }
 }
 

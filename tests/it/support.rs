@@ -92,7 +92,7 @@ pub(crate) fn in_mount_ns(env: &TestEnv, script: &str) -> Option<Output> {
 /// owner of every file it names, and a record written outside must match
 /// inside), keeping the namespace's capabilities (`--keep-caps`, ambient)
 /// so the script can mount.
-fn ns_as_ourselves() -> [String; 7] {
+pub(crate) fn ns_as_ourselves() -> [String; 7] {
     let uid = rustix::process::geteuid().as_raw();
     let gid = rustix::process::getegid().as_raw();
     [
@@ -107,7 +107,7 @@ fn ns_as_ourselves() -> [String; 7] {
 }
 
 /// The exit status of [`PRIVATE_ROOT`] when the namespace cannot be set up.
-const PRIVATE_ROOT_FAILED: i32 = 97;
+pub(crate) const PRIVATE_ROOT_FAILED: i32 = 97;
 
 /// In a user namespace that maps only our uid, every root-owned directory
 /// (`/`, `/tmp`) shows as uid 65534, and lease rightly refuses a state root
@@ -116,9 +116,11 @@ const PRIVATE_ROOT_FAILED: i32 = 97;
 /// (and /bin, /lib, ... as they are) bound in, and the sandbox and the
 /// directory of the lease binary bound at their own paths, so every path a
 /// test knows, and every (device, inode), is the same inside. It then runs
-/// SCRIPT there, in the sandbox, with `sh -c`.
-const PRIVATE_ROOT: &str = r#"
+/// SCRIPT there, in the sandbox, with `sh -c`; arguments after SCRIPT are
+/// its `"$@"`.
+pub(crate) const PRIVATE_ROOT: &str = r#"
 new=$1 sandbox=$2 bin_dir=$3 script=$4
+shift 4
 fail() { echo "$*" >&2; exit 97; }
 mount -t tmpfs -o mode=0755 lease-test-root "$new" || fail "mount tmpfs on $new"
 for d in usr etc dev proc; do
@@ -135,7 +137,7 @@ for p in "$sandbox" "$bin_dir"; do
   mkdir -p "$new$p" && mount --rbind "$p" "$new$p" || fail "bind $p"
 done
 chroot=$(PATH=$PATH:/usr/sbin:/sbin command -v chroot) || fail "no chroot(8)"
-cd / && exec "$chroot" "$new" sh -c 'cd "$1" && eval "$2"' sh "$sandbox" "$script"
+cd / && exec "$chroot" "$new" sh -c 'cd "$1" && s=$2 && shift 2 && eval "$s"' sh "$sandbox" "$script" "$@"
 "#;
 
 /// A private sandbox: HOME, state root and repositories under one temp dir,
