@@ -1734,15 +1734,13 @@ impl Scene {
     /// hold. `what` names the case in failures.
     fn check(&self, what: &str) {
         let env = &self.env;
-        for round in 0..2 {
-            let (o, v) = reap_json(env, &["--apply"]);
-            assert!(
-                matches!(o.status.code(), Some(0 | 1)),
-                "{what}: reap --apply round {round} exit {:?}: {}\n{v:#}",
-                o.status.code(),
-                stderr(&o)
-            );
-        }
+        let (o, v) = reap_json(env, &["--apply"]);
+        assert!(
+            matches!(o.status.code(), Some(0 | 1)),
+            "{what}: reap --apply exit {:?}: {}\n{v:#}",
+            o.status.code(),
+            stderr(&o)
+        );
         for r in env.records() {
             let state = r["state"].as_str().unwrap();
             assert!(
@@ -1765,7 +1763,24 @@ impl Scene {
             "{what}: commits lost"
         );
         assert!(audit_chain_ok(env), "{what}: audit chain");
-        let (_, v) = reap_json(env, &[]);
+        // A second reap finds nothing left to finish or remove.
+        let (o, v) = reap_json(env, &[]);
+        assert!(matches!(o.status.code(), Some(0 | 1)), "{what}: {v:#}");
+        let unfinished: Vec<&serde_json::Value> = v["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|i| {
+                matches!(
+                    i["disposition"].as_str(),
+                    Some("would-finish" | "would-remove")
+                )
+            })
+            .collect();
+        assert!(
+            unfinished.is_empty(),
+            "{what}: a second reap would still act: {unfinished:#?}"
+        );
         let removable: Vec<&serde_json::Value> = v["leftovers"]
             .as_array()
             .unwrap()
