@@ -1154,14 +1154,14 @@ impl SmallDisk {
         let mut c = env.cmd("nsenter");
         c.arg("-t").arg(self.pid.to_string());
         if self.user_ns {
-            c.args(["-U", "--preserve-credentials", "-m", "-r"]);
+            // The private root's: `--wdns` changes directory inside it
+            // (`--wd` would change it before the chroot, outside the root).
+            c.args(["-U", "--preserve-credentials", "-m", "-r"])
+                .arg(format!("--wdns={}", dir.display()));
         } else {
-            c.arg("-m");
+            c.arg("-m").arg(format!("--wd={}", dir.display()));
         }
-        c.arg(format!("--wd={}", dir.display()))
-            .arg("--")
-            .arg(program)
-            .env("LEASE_HOME", self.state());
+        c.arg("--").arg(program).env("LEASE_HOME", self.state());
         c
     }
 
