@@ -1936,3 +1936,43 @@ fn every_fault_of_a_reap_leaves_a_state_the_reconciler_finishes() {
         ],
     );
 }
+
+#[test]
+fn a_record_or_orphans_file_over_its_bound_is_corrupt_not_read_without_end() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let id = kept_record(&env, &repo, "b");
+    // Valid JSON, padded past 4 MiB with whitespace.
+    let path = env.state.join("records").join(format!("{id}.json"));
+    let mut rec = fs::read(&path).unwrap();
+    let keep = rec.clone();
+    rec.extend(std::iter::repeat_n(b' ', 4 << 20));
+    fs::write(&path, &rec).unwrap();
+    let o = within(env.lease().args(["list", "--json"]));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v[0]["state"], "unreadable", "{v:#}");
+    assert!(
+        v[0]["problem"]
+            .as_str()
+            .unwrap()
+            .contains("larger than 4194304 bytes"),
+        "{v:#}"
+    );
+    fs::write(&path, &keep).unwrap();
+    let o = within(env.lease().args(["list", "--json"]));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v[0]["state"], "retained", "positive control: {v:#}");
+    // orphans.json past 16 MiB.
+    let orphans = env.state.join("orphans.json");
+    let mut text = br#"{"schema": 1, "orphans": {}}"#.to_vec();
+    text.extend(std::iter::repeat_n(b' ', 16 << 20));
+    fs::write(&orphans, &text).unwrap();
+    let (o, v) = reap_json(&env, &["--apply"]);
+    assert_code(&o, 3);
+    assert!(v["errors"].to_string().contains("larger than"), "{v:#}");
+    assert_eq!(
+        fs::read(&orphans).unwrap().len(),
+        text.len(),
+        "left as it is"
+    );
+}
