@@ -33,7 +33,7 @@
 //! Last, what killed commands left under the state root and no record names
 //! (lease files, bundles, scratch repositories, temporary files) is reported
 //! with its bytes, and removed with `--apply` when provably lease's own and
-//! nobody's ([`leftovers`]).
+//! nobody's (`reap/leftovers.rs`).
 //!
 //! A dry run (the default) takes no lease lock, and writes nothing: it takes
 //! the reaper lock only if the lock file already exists.
