@@ -51,7 +51,10 @@ impl Task for Bar {
     }
 
     fn message(&self, msg: &str) {
-        self.0.set_message(msg.to_owned());
+        // A bundle's path is shown here: its control characters are
+        // escaped like every other line of human output.
+        self.0
+            .set_message(crate::model::fmt::escape_controls(msg).into_owned());
     }
 }
 

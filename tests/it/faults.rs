@@ -624,6 +624,12 @@ fn a_target_path_with_a_newline_is_a_usage_error_not_another_repository() {
         vec!["repair".into(), wt.to_str().unwrap().into()],
         vec!["retire".into(), wt.to_str().unwrap().into()],
         vec![
+            "restore".into(),
+            "0123456789abcdef".into(),
+            "--to".into(),
+            wt.to_str().unwrap().into(),
+        ],
+        vec![
             "exec".into(),
             "--adopt".into(),
             wt.to_str().unwrap().into(),
