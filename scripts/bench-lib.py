@@ -1097,7 +1097,7 @@ def suggestions(rows, sp, extra, prof, med):
                 "right before removal, and the read-back after it. All three are needed, at "
                 "those moments; what `git worktree list` reads is the files under "
                 "`<common>/worktrees/<name>/` (`gitdir`, `locked`, `HEAD`), which git2's worktree "
-                "API reads in-process (research/crates.md §2 lists `validate` and `is_prunable`), "
+                "API reads in-process (git2's `Worktree::validate` and `Worktree::is_prunable`, docs.rs/git2), "
                 "with the CLI kept where libgit2 cannot open the repository."
                 % (len(wl), ms(total(wl))) + tail(total(wl) * 0.9, w_rt, "a clean retire"),
             )
@@ -1139,7 +1139,7 @@ def suggestions(rows, sp, extra, prof, med):
                 "record update): `rev-parse --show-object-format`, two `git init` of scratch "
                 "repositories, `update-ref` per tip, `bundle create`, `bundle unbundle` with fsck, "
                 "`cat-file -e` per tip, `rev-list --objects`. The verification stays (`git bundle "
-                "verify` passes corrupt bundles, reliability.md V11). The object format can ride "
+                "verify` passes corrupt bundles, tests/it/adversarial.rs `c13_tampered_bundle_before_verification`). The object format can ride "
                 "on the config read lease already makes (`--get-regexp "
                 "'^(filter\\.|extensions\\.objectformat)'`, %s); with N tips (HEAD, ORIG_HEAD, "
                 "reflog entries, private refs) the per-tip `update-ref`s become one `update-ref "

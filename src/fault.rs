@@ -3,7 +3,9 @@
 //! Compiled in only with the cargo feature `fault-injection`; without it,
 //! [`point`] is an empty function and the `LEASE_FI_*` variables are never
 //! read, so a shipped binary cannot be steered into a half-done state
-//! (reliability.md finding 8: cargo's release binary reads a test clock).
+//! (cargo's release binary reads `__CARGO_TEST_LAST_USE_NOW`, a test clock
+//! for its cache GC: `now()` in rust-lang/cargo's
+//! `src/cargo/core/global_cache_tracker.rs`).
 //!
 //! - `LEASE_FI_CRASH=<step>`: the process kills itself with SIGKILL at `step`.
 //! - `LEASE_FI_PAUSE=<step>` with `LEASE_FI_DIR=<dir>`: at `step` lease writes

@@ -25,9 +25,10 @@ pub mod ops;
 pub const MIN_GIT: (u32, u32) = (2, 36);
 
 /// Settings that would let repository config run a program during lease's
-/// own git calls (research/crates.md §3, reliability.md V6 and V15; every
-/// program-valued key of git 2.47 and why it is or is not reachable:
-/// docs/sanitized-git.md).
+/// own git calls (git-config(1): a repository's `core.fsmonitor` runs during
+/// `git worktree remove`, and its `filter.<driver>.clean` even under
+/// `--no-optional-locks`; every program-valued key of git 2.47 and why it
+/// is or is not reachable: docs/sanitized-git.md).
 const OVERRIDES: &[&str] = &[
     "core.fsmonitor=false",
     "core.hooksPath=/dev/null",
@@ -375,7 +376,8 @@ impl Git {
 
     fn sanitized(&self, dir: Option<&Path>, filters: &[Vec<u8>], trusted: &[TrustedFilter]) -> Cmd {
         let mut c = self.raw(dir);
-        // Replace refs can fake "already pushed" (research/crates.md §3).
+        // Replace refs can fake "already pushed": a `git replace --graft`
+        // makes an unpushed commit look reachable (git-replace(1)).
         c.args(["--no-pager", "--no-optional-locks", "--no-replace-objects"]);
         for o in OVERRIDES {
             c.arg("-c").arg(o);
@@ -863,7 +865,8 @@ impl Cmd {
 
     /// Runs it and returns stdout; a non-zero exit *or any stderr output* is
     /// [`Error::Git`]. For probes: git warns on stderr and exits 0 when it
-    /// cannot read a directory (reliability.md V14).
+    /// cannot read a directory (git 2.47; seen in
+    /// `probe_fails_on_a_warning_even_when_git_exits_zero` below).
     pub fn probe(&mut self) -> Result<Vec<u8>> {
         let out = self.output()?;
         if !out.ok || !out.stderr.is_empty() {

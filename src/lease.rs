@@ -5,7 +5,8 @@
 //!   mode 0600 whatever the umask (`fchmod`), never truncated, never followed.
 //! - Consumers hold it `LOCK_SH`; the retirer tries `LOCK_EX|LOCK_NB` on a fresh
 //!   open, never upgrading a shared lock in place (a failed upgrade drops the
-//!   shared lock; research/crates.md §1).
+//!   shared lock: flock(2) says a conversion first removes the existing
+//!   lock).
 //! - Nothing here ever calls `LOCK_UN`: a lock ends when its descriptor closes.
 //!   `LOCK_UN` on an inherited open file description would free every copy.
 //! - The file is identified by (device, inode) and must have one link; it is

@@ -23,7 +23,8 @@ pub const FORWARDED: [i32; 7] = [
 ///
 /// signal-hook's handlers would un-ignore a signal the caller ignored (`nohup`,
 /// `cmd &`), and an exec'd child would then get the default action
-/// (research/crates.md §4), so ignored signals are never registered.
+/// (signal(7): a caught signal is reset to its default by execve(2), an
+/// ignored one stays ignored), so ignored signals are never registered.
 pub fn is_ignored(sig: i32) -> bool {
     let mut old = std::mem::MaybeUninit::<libc::sigaction>::zeroed();
     // SAFETY: a null `act` only queries the disposition; `old` is a valid,

@@ -1,4 +1,6 @@
-//! The adversarial matrix of research/reliability.md §2 (groups a to e) and
+//! The adversarial matrix (groups a to e: lease and lock lifetime, path
+//! safety, git data safety, crash and concurrency, bad input; the rows of
+//! docs/QUALIFICATION.md name its cases) and
 //! its positive controls P1 to P3, one test per case named after its id.
 //!
 //! Every fixture carries sentinels: repository config that would run a

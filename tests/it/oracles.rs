@@ -1,4 +1,4 @@
-//! The oracles tested themselves (research/reliability.md §3.3): damage the
+//! The oracles tested themselves (docs/QUALIFICATION.md, "Oracle self-tests"): damage the
 //! fixture, never the code, and each universal oracle must fire. An oracle
 //! that never fails hides every other failure.
 //!
