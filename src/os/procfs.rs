@@ -148,7 +148,11 @@ impl Proc {
     /// The threads whose `what` (descriptor table, or cwd and root) must be
     /// read: the first, then each one that kcmp(2) does not prove shares it
     /// with a thread already chosen. When kcmp cannot say (no kcmp, a `/proc`
-    /// of another pid namespace), every thread.
+    /// of another pid namespace, or `EPERM`: kcmp checks ptrace access with
+    /// the real credentials, which a process whose permitted capabilities
+    /// exceed ours fails even where its `/proc` entries are readable, seen
+    /// for a container's init), every thread: then that process costs its
+    /// threads times its descriptors, never less safety.
     fn distinct(&self, what: Shared, kcmp: bool) -> Vec<u32> {
         let mut chosen: Vec<u32> = Vec::new();
         for &t in &self.tids {
