@@ -18,6 +18,7 @@ import re
 import statistics
 import subprocess
 import sys
+import time
 import uuid
 
 # --------------------------------------------------------------------------
@@ -322,6 +323,56 @@ def spawns(names, untraced, owncpu, timings, tmp):
 # Report
 
 
+def keep_procs(ready, n, cwd, pidfile):
+    """Starts `n` more processes and keeps them until SIGTERM (or until the
+    script that started this one dies: PR_SET_PDEATHSIG), then kills and
+    reaps every one before it exits, so none is left as a zombie in /proc.
+    Each is a `sleep` with its cwd in `cwd` (outside every worktree) and 8
+    more descriptors (files under `cwd`), as a busy machine's processes
+    would have. Their pids are appended to `pidfile` (the script's
+    `kill_holders` ends them if it stops early); `ready` is written (a temp
+    name, then renamed) once every one has exec'd `sleep`."""
+    import ctypes
+    import signal
+
+    ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+    files = []
+    for i in range(8):
+        path = os.path.join(cwd, "procs-fd-%d" % i)
+        open(path, "w").close()
+        files.append(os.open(path, os.O_RDONLY))
+    kids = []
+    with open(os.devnull, "rb") as null:
+        for _ in range(n):
+            kids.append(
+                subprocess.Popen(
+                    ["sleep", "86398"], cwd=cwd, stdin=null, stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL, pass_fds=files,
+                )
+            )
+    for fd in files:
+        os.close(fd)
+    for k in kids:
+        for _ in range(6000):
+            try:
+                if open("/proc/%d/comm" % k.pid).read().strip() == "sleep":
+                    break
+            except OSError:
+                break
+            time.sleep(0.01)
+    with open(pidfile, "a") as f:
+        f.write("".join("%d\n" % k.pid for k in kids))
+    with open(ready + ".tmp", "w") as f:
+        f.write("%d\n" % os.getpid())
+    os.rename(ready + ".tmp", ready)
+    signal.sigwait({signal.SIGTERM})
+    for k in kids:
+        k.kill()
+    for k in kids:
+        k.wait()
+
+
 def load_row(d, row):
     """Every hyperfine export of `row`: name -> all run times (s), and
     per-round medians."""
@@ -356,7 +407,7 @@ def read(d, name, default=""):
 def report(d, out):
     meta = json.load(open(os.path.join(d, "meta.json")))
     rows = {}
-    for row in ("launch", "create", "retire", "bundle", "list", "reap", "adoptscale"):
+    for row in ("launch", "create", "retire", "procs", "before", "bundle", "list", "reap", "adoptscale"):
         times, rounds = load_row(d, row)
         if times:
             rows[row] = (
@@ -498,6 +549,45 @@ def report(d, out):
         "| `lease retire` of a clean, pushed worktree (n=%d) | %s | `git worktree remove` %s | %s | %s–%s | %s | <= 2.0x | %s |"
         % (n("retire", "lease"), ms(med("retire", "lease")), ms(med("retire", "git")), fx(retire_r), fx(s[0]), fx(s[1]), over("retire", "lease", "git"), verdict(None if retire_r is None else retire_r <= 2.0))
     )
+    if "procs" in rows:
+        s = spread("procs", "many", "usual")
+        procs_r = ratio("procs", "many", "usual")
+        extra_n = extra.get("procs_extra", 500)
+        diff = (med("procs", "many") or 0) - (med("procs", "usual") or 0)
+        w(
+            "| `lease retire` of a clean worktree with %d more processes running (n=%d; /proc held %s processes at the row's start, %s with the extra ones, other users' included) | %s | the same retire without them %s | %s | %s–%s | %s (%s per 100 processes) | <= 1.5x (gate 4 is linear in processes) | %s |"
+            % (
+                extra_n,
+                n("procs", "many"),
+                extra.get("procs_usual", "?"),
+                extra.get("procs_with_extra", "?"),
+                ms(med("procs", "many")),
+                ms(med("procs", "usual")),
+                fx(procs_r),
+                fx(s[0]),
+                fx(s[1]),
+                over("procs", "many", "usual"),
+                ms(diff * 100 / extra_n) if extra_n else "n/a",
+                verdict(None if procs_r is None else procs_r <= 1.5),
+            )
+        )
+    if "before" in rows:
+        s = spread("before", "now", "before")
+        before_r = ratio("before", "now", "before")
+        w(
+            "| `lease retire` of a clean 5,000-file worktree, this commit against `%s` (n=%d) | %s | the same retire by `%s` %s | %s | %s–%s | %s | context, not a target | |"
+            % (
+                extra.get("before_rev", "?"),
+                n("before", "now"),
+                ms(med("before", "now")),
+                extra.get("before_rev", "?"),
+                ms(med("before", "before")),
+                fx(before_r),
+                fx(s[0]),
+                fx(s[1]),
+                over("before", "now", "before"),
+            )
+        )
     s = spread("bundle", "lease", "git")
     w(
         "| `lease retire` archiving one unpushed commit (n=%d) | %s | `git bundle create` of that commit %s | %s | %s–%s | %s | <= 2.0x | %s |"
@@ -1340,6 +1430,8 @@ def main():
     elif cmd == "records":
         live = int(os.environ.get("BENCH_LIVE", "300"))
         gen_records(sys.argv[2], sys.argv[3:], live)
+    elif cmd == "procs":
+        keep_procs(sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5])
     elif cmd == "spawns":
         tmp = os.environ.get("BENCH_TMP", "")
         json.dump(spawns(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:], tmp), sys.stdout, indent=1)
