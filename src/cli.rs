@@ -58,12 +58,12 @@ use clap::{Parser, Subcommand};
 use crate::error::{Class, Error, Result};
 use crate::git::Git;
 use crate::launcher::ExecRequest;
+use crate::os::process::Ended;
 use crate::paths::StateRoot;
 use crate::plan::Disposition;
 use crate::registry::{Loaded, Owner, Record, Registry, State};
 use crate::report::{GitInfo, RetireReport, TargetReport};
 use crate::retire::{ArchiveMode, Engine};
-use crate::sys::Ended;
 
 mod audit;
 mod config;
@@ -618,7 +618,7 @@ fn exec(req: Result<ExecRequest>, json: bool) -> ExitCode {
     match res.ended {
         Ended::Code(c) => ExitCode::from(u8::try_from(c & 0xff).unwrap_or(exit::EXEC_FAILED)),
         Ended::Signal(s) => {
-            crate::sys::die_of(s);
+            crate::os::process::die_of(s);
             ExitCode::from(u8::try_from(128 + s).unwrap_or(exit::EXEC_FAILED))
         }
     }

@@ -51,7 +51,7 @@ fn enospc() -> std::io::Error {
 #[cfg(feature = "fault-injection")]
 pub fn point(step: &str) {
     if std::env::var_os("LEASE_FI_CRASH").is_some_and(|s| s == step) {
-        crate::sys::kill_self();
+        crate::os::process::kill_self();
     }
     if std::env::var_os("LEASE_FI_ENOSPC_AFTER").is_some_and(|s| s == step) {
         FULL.store(true, std::sync::atomic::Ordering::SeqCst);
@@ -83,7 +83,7 @@ pub fn write() -> std::io::Result<()> {
         let _ = std::fs::write(to, n.to_string());
     }
     if knob("LEASE_FI_CRASH_WRITE") == Some(n) {
-        crate::sys::kill_self();
+        crate::os::process::kill_self();
     }
     if knob("LEASE_FI_FAIL_WRITE") == Some(n) || FULL.load(Ordering::SeqCst) {
         return Err(enospc());

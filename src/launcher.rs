@@ -33,13 +33,13 @@ use signal_hook::low_level::siginfo::Cause;
 
 use crate::error::{Error, IoResultExt, Result};
 use crate::git::{self, Git, RepoGit};
+use crate::os::process::{self, Ended};
 use crate::plan::HoldReason;
 use crate::registry::{
     FileId, Origin, Outcome, Owner, Record, Registry, Retention, Session, State,
 };
 use crate::report::TargetReport;
 use crate::retire::{Engine, free_bytes};
-use crate::sys::{self, Ended};
 
 /// The variables git itself clears for a subprocess that works in another
 /// repository (`local_repo_env` in git 2.47 `environment.c`), plus
@@ -187,7 +187,7 @@ pub fn exec(req: ExecRequest) -> Result<ExecResult> {
     let root = crate::paths::StateRoot::open_or_create()?;
     let reg = Registry::new(root);
     let git = Git::resolve_lazy()?;
-    let me = sys::start_time(std::process::id())
+    let me = process::start_time(std::process::id())
         .ok_or_else(|| Error::Usage("cannot read this process's start time from /proc".into()))?;
     let session = Session {
         pid: std::process::id(),
@@ -250,7 +250,7 @@ pub fn adopt_only(path: &Path, owner: Option<Owner>) -> Result<AdoptReport> {
     let me = std::process::id();
     let session = Session {
         pid: me,
-        start_time: sys::start_time(me).ok_or_else(|| {
+        start_time: process::start_time(me).ok_or_else(|| {
             Error::Usage("cannot read this process's start time from /proc".into())
         })?,
         started_at: crate::registry::now(),
@@ -417,7 +417,7 @@ fn make_lease(reg: &Registry, id: &str) -> Result<(fs::File, fs::File, FileId)> 
     let path = reg.root().leases().join(format!("{id}.lease"));
     let (child_fd, lease) = crate::lease::create(&path)?;
     crate::lease::shared(&child_fd).at_do("cannot lock", &path)?;
-    let own = crate::lease::open_checked(&lease, sys::euid())
+    let own = crate::lease::open_checked(&lease, process::euid())
         .map_err(|h| Error::refused(h.reason, h.detail))?;
     crate::lease::shared(&own).at_do("cannot lock", &path)?;
     Ok((child_fd, own, lease))
@@ -1081,11 +1081,11 @@ fn join_session(reg: &Registry, rec: Record, wt: PathBuf, session: Session) -> R
 /// Spawns the command, forwards signals, waits, records the outcome, closes
 /// the lease, and retires a created worktree unless `--keep`.
 fn run(reg: &Registry, git: Git, p: Prepared, req: &ExecRequest) -> Result<ExecResult> {
-    sys::become_subreaper().at_do("cannot become subreaper for", &p.worktree)?;
-    let wanted: Vec<i32> = sys::FORWARDED
+    process::become_subreaper().at_do("cannot become subreaper for", &p.worktree)?;
+    let wanted: Vec<i32> = process::FORWARDED
         .iter()
         .copied()
-        .filter(|s| !sys::is_ignored(*s))
+        .filter(|s| !process::is_ignored(*s))
         .collect();
     let mut signals = SignalsInfo::<WithOrigin>::new(&wanted)
         .at_do("cannot register signal handlers for", &p.worktree)?;
@@ -1117,7 +1117,7 @@ fn run(reg: &Registry, git: Git, p: Prepared, req: &ExecRequest) -> Result<ExecR
     let ended = match spawned {
         Ok(child) => {
             let pid = child.id();
-            let pidfd = sys::pidfd(pid).ok();
+            let pidfd = process::pidfd(pid).ok();
             let handle = signals.handle();
             let forwarder = std::thread::spawn(move || {
                 for info in signals.forever() {
@@ -1126,12 +1126,12 @@ fn run(reg: &Registry, git: Git, p: Prepared, req: &ExecRequest) -> Result<ExecR
                     if matches!(info.cause, Cause::Sent(_))
                         && let Some(fd) = &pidfd
                     {
-                        let _ = sys::pidfd_signal(fd, info.signal);
+                        let _ = process::pidfd_signal(fd, info.signal);
                     }
                 }
             });
             let ended = loop {
-                match sys::wait_any() {
+                match process::wait_any() {
                     Ok(Some((p2, ended))) if p2 == pid => break ended,
                     Ok(Some(_)) => continue, // an orphan re-parented to us: reaped
                     Ok(None) => break Ended::Code(125),

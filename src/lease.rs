@@ -133,7 +133,7 @@ mod tests {
         let p = t.path().join("x.lease");
         let (f, id) = create(&p).unwrap();
         assert!(create(&p).is_err(), "O_EXCL refuses an existing file");
-        let uid = crate::sys::euid();
+        let uid = crate::os::process::euid();
         let g = open_checked(&id, uid).unwrap();
         assert!(try_shared(&f).unwrap());
         assert_eq!(
@@ -156,7 +156,7 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         let p = t.path().join("x.lease");
         let (f, id) = create(&p).unwrap();
-        let uid = crate::sys::euid();
+        let uid = crate::os::process::euid();
         shared(&f).unwrap();
         assert_eq!(
             try_exclusive_checked(&id, uid).unwrap_err().reason,
@@ -184,12 +184,16 @@ mod tests {
         let (_f, id) = create(&p).unwrap();
         fs::remove_file(&p).unwrap();
         assert_eq!(
-            open_checked(&id, crate::sys::euid()).unwrap_err().reason,
+            open_checked(&id, crate::os::process::euid())
+                .unwrap_err()
+                .reason,
             HoldReason::LeaseMissing
         );
         let (_g, _) = create(&p).unwrap();
         assert_eq!(
-            open_checked(&id, crate::sys::euid()).unwrap_err().reason,
+            open_checked(&id, crate::os::process::euid())
+                .unwrap_err()
+                .reason,
             HoldReason::LeaseIdentity
         );
     }

@@ -26,7 +26,7 @@
 //! owner) and `repair` (one stale registration) -> `plan` (pure gate
 //! decisions) over probes in `git`, `lease`, `safety`, `os::procfs`; state in
 //! `registry`, `audit`, `paths`; the layered config in `policy` (resolved
-//! once by `cli`); raw OS calls in `sys`; test-only fault points in
+//! once by `cli`); raw OS process calls in `os::process`; test-only fault points in
 //! `fault`. `metrics` reads a state root for Prometheus; `progress` reports
 //! long steps to a sink the CLI installs on a terminal.
 
@@ -53,7 +53,6 @@ pub mod report;
 pub mod restore;
 pub mod retire;
 pub mod safety;
-pub mod sys;
 #[cfg(test)]
 mod testing;
 

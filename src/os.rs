@@ -1,4 +1,5 @@
 //! Adapters that talk to the kernel (ARCHITECTURE.md floor 3).
 
 pub mod fs;
+pub mod process;
 pub mod procfs;

@@ -240,7 +240,7 @@ pub fn check_private_dir(path: &Path, canonical: bool) -> Result<()> {
     if !meta.file_type().is_dir() {
         return Err(unsafe_dir("not a directory (a symlink or a file)".into()));
     }
-    if meta.uid() != crate::sys::euid() {
+    if meta.uid() != crate::os::process::euid() {
         return Err(unsafe_dir(format!("owned by uid {}", meta.uid())));
     }
     if meta.mode() & 0o077 != 0 {
@@ -257,7 +257,7 @@ pub fn check_private_dir(path: &Path, canonical: bool) -> Result<()> {
     if canonical {
         for a in path.ancestors().skip(1) {
             let m = fs::symlink_metadata(a).at(a)?;
-            if !is_safe_ancestor(m.uid(), m.mode(), crate::sys::euid()) {
+            if !is_safe_ancestor(m.uid(), m.mode(), crate::os::process::euid()) {
                 return Err(unsafe_dir(format!(
                     "its ancestor `{}` (uid {}, mode {:o}) lets others rename it away",
                     a.display(),

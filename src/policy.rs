@@ -267,7 +267,7 @@ impl Policy {
             Some(o) => o.value.clone(),
             None => Owner {
                 kind: "manual".into(),
-                name: crate::sys::user_name(crate::sys::euid()),
+                name: crate::os::process::user_name(crate::os::process::euid()),
             },
         }
     }

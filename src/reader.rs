@@ -114,7 +114,7 @@ pub fn unsupported(common: &Path) -> Option<String> {
 /// refuses "dubious ownership"). `None` means the CLI must answer.
 pub fn common_of_linked(wt: &Path) -> Option<PathBuf> {
     use std::os::unix::fs::MetadataExt;
-    let uid = crate::sys::euid();
+    let uid = crate::os::process::euid();
     let owned = |p: &Path| fs::symlink_metadata(p).is_ok_and(|m| m.uid() == uid);
     let dotgit = wt.join(".git");
     if !owned(wt) || !owned(&dotgit) {
@@ -151,7 +151,7 @@ impl Reader {
             return None;
         }
         use std::os::unix::fs::MetadataExt;
-        if fs::metadata(common).map(|m| m.uid()).ok() != Some(crate::sys::euid()) {
+        if fs::metadata(common).map(|m| m.uid()).ok() != Some(crate::os::process::euid()) {
             return None; // git refuses "dubious ownership"; let it say so
         }
         if let Some(why) = unsupported(common) {

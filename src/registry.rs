@@ -281,7 +281,7 @@ pub struct Session {
 impl Session {
     /// Returns true if and only if this session's launcher process still runs.
     pub fn launcher_alive(&self) -> bool {
-        self.ended_at.is_none() && crate::sys::is_alive(self.pid, self.start_time)
+        self.ended_at.is_none() && crate::os::process::is_alive(self.pid, self.start_time)
     }
 }
 
@@ -512,7 +512,7 @@ impl Record {
             branch,
             base,
             owner,
-            uid: crate::sys::euid(),
+            uid: crate::os::process::euid(),
             created_at: now(),
             lease: None,
             sessions: Vec::new(),
@@ -1014,7 +1014,7 @@ mod tests {
     #[test]
     fn a_launcher_is_alive_only_as_its_own_unended_process() {
         let me = std::process::id();
-        let start = crate::sys::start_time(me).unwrap();
+        let start = crate::os::process::start_time(me).unwrap();
         let s = Session {
             pid: me,
             start_time: start,

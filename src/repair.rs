@@ -770,7 +770,7 @@ mod tests {
         let mut running = record(State::Active);
         running.sessions.push(crate::registry::Session {
             pid: me,
-            start_time: crate::sys::start_time(me).unwrap(),
+            start_time: crate::os::process::start_time(me).unwrap(),
             started_at: String::new(),
             ended_at: None,
             outcome: None,

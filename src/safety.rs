@@ -258,7 +258,7 @@ pub fn inventory(top: &OwnedFd) -> Inventory {
         .mnt_id
         .and_then(crate::os::procfs::superblock_dev)
         .filter(|&d| d != id(&top_st).0);
-    let root_user = crate::sys::euid() == 0;
+    let root_user = crate::os::process::euid() == 0;
     let dir_flags = dir_flags();
     let mut stack: Vec<(OwnedFd, Vec<u8>)> = match top.try_clone() {
         Ok(fd) => vec![(fd, Vec::new())],
@@ -422,7 +422,8 @@ fn remove_entry(dir: &OwnedFd, name: &OsStr, top_mount: MountOf) -> Result<(), S
 /// ancestor grants search permission to others (or to a group).
 pub fn traversable_by_others(path: &Path) -> bool {
     path.ancestors().skip(1).all(|a| {
-        fs::metadata(a).is_ok_and(|m| m.mode() & 0o011 != 0 || m.uid() != crate::sys::euid())
+        fs::metadata(a)
+            .is_ok_and(|m| m.mode() & 0o011 != 0 || m.uid() != crate::os::process::euid())
     })
 }
 
@@ -799,7 +800,7 @@ mod tests {
         fs::create_dir_all(top.join("ro/sub")).unwrap();
         fs::create_dir_all(top.join("rw")).unwrap();
         fs::write(top.join("ro/f"), "f").unwrap();
-        let root = crate::sys::euid() == 0;
+        let root = crate::os::process::euid() == 0;
         if root {
             // The tree is nobody's, who is who the walk runs as below.
             for d in ["ro/sub", "rw", "ro", "."] {
@@ -813,7 +814,7 @@ mod tests {
             // Root may delete anything git may: nothing is listed.
             assert!(inventory(&fd).not_writable.is_empty());
         }
-        let Some(inv) = crate::sys::as_ordinary_user(move || inventory(&fd2)) else {
+        let Some(inv) = crate::os::process::as_ordinary_user(move || inventory(&fd2)) else {
             crate::testing::skip("root cannot become uid 65534 here");
             return;
         };

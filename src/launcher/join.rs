@@ -175,7 +175,7 @@ pub fn join(ticket: &Ticket, command: Vec<OsString>) -> Result<Joined> {
     let root = ticket.state_root()?;
     crate::paths::check_private_dir(&root, true)?;
     crate::paths::check_private_dir(&root.join("leases"), false)?;
-    let uid = crate::sys::euid();
+    let uid = crate::os::process::euid();
     let lease = &ticket.lease;
     let refuse = |h: plan::Hold| Error::refused(h.reason, h.detail);
     let f = crate::lease::open_checked(lease, uid).map_err(refuse)?;

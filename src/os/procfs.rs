@@ -27,8 +27,8 @@ use std::path::{Path, PathBuf};
 
 use rustix::fs::{AtFlags, StatxFlags};
 
+use crate::os::process::Shared;
 use crate::plan::{FlockSeen, Inventory, LeaseSeen, ProcEvidence};
-use crate::sys::Shared;
 
 /// A file's identity: `(st_dev, st_ino)`.
 pub type Id = (u64, u64);
@@ -160,7 +160,7 @@ impl Proc {
                 && chosen
                     .iter()
                     .take(COMPARE_AT_MOST)
-                    .any(|&c| crate::sys::shares(c, t, what) == Some(true));
+                    .any(|&c| crate::os::process::shares(c, t, what) == Some(true));
             if !shared {
                 chosen.push(t);
             }
@@ -682,7 +682,7 @@ mod tests {
         let wt = fs::canonicalize(t.path()).unwrap();
         let inv = walk(&wt);
         let wt2 = wt.clone();
-        let Some((unreadable, unaudited)) = crate::sys::as_ordinary_user(move || {
+        let Some((unreadable, unaudited)) = crate::os::process::as_ordinary_user(move || {
             (holders((0, 0)).1, audit(&wt2, &inv, None, false).unaudited)
         }) else {
             crate::testing::skip("root cannot become uid 65534 here");
@@ -723,7 +723,7 @@ mod tests {
         let _ = child.kill();
         let _ = child.wait();
         assert_eq!(seen, (vec!["lease fd 0".to_string()], false));
-        let Some((how, denied)) = crate::sys::as_ordinary_user(|| {
+        let Some((how, denied)) = crate::os::process::as_ordinary_user(|| {
             let init = Proc {
                 pid: 1,
                 base: PathBuf::from("/proc/1"),

@@ -187,7 +187,7 @@ fn claimed(known: Known<'_>, name: &Name, path: &Path) -> bool {
 /// Returns true if process `pid` exists (any process with that number: a
 /// reused pid keeps the leftover, never the other way round).
 fn pid_exists(pid: u32) -> bool {
-    crate::sys::start_time(pid).is_some()
+    crate::os::process::start_time(pid).is_some()
 }
 
 /// Bytes under `path`: its `st_size`, or for a directory the sum over the
@@ -216,7 +216,7 @@ fn bytes_of(path: &Path) -> u64 {
 /// True if `path` is a regular file owned by this user (by `lstat`).
 fn own_file(path: &Path) -> bool {
     fs::symlink_metadata(path)
-        .is_ok_and(|m| m.file_type().is_file() && m.uid() == crate::sys::euid())
+        .is_ok_and(|m| m.file_type().is_file() && m.uid() == crate::os::process::euid())
 }
 
 /// Opens the lease file `path` afresh (regular, never followed, never waited
