@@ -25,7 +25,7 @@
 //! - `LEASE_FI_ENOSPC_AFTER=<step>`: once the process passed the named
 //!   step, every durable write fails with `ENOSPC` (a disk that filled
 //!   while the command ran).
-//! - `LEASE_FI_LOCK_ERROR=1`: the retirer's flock fails (`lease.rs`).
+//! - `LEASE_FI_LOCK_ERROR=1`: the retirer's flock fails (`os/lease.rs`).
 //! - `LEASE_FI_FULL_WHILE=<path>`: every filesystem reports 0 free bytes
 //!   while `path` exists (a disk that a reap can free by removing it).
 

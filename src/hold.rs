@@ -206,10 +206,10 @@ fn lock_out_retire(reg: &Registry, id: &str) -> Result<Option<std::fs::File>> {
     let Some(lease) = &rec.lease else {
         return Ok(None);
     };
-    let Ok(f) = crate::lease::open_checked(lease, rec.uid) else {
+    let Ok(f) = crate::os::lease::open_checked(lease, rec.uid) else {
         return Ok(None);
     };
-    match crate::lease::try_shared(&f) {
+    match crate::os::lease::try_shared(&f) {
         Ok(true) => Ok(Some(f)),
         Ok(false) => Err(Error::refused(
             crate::plan::HoldReason::RetireInProgress,

@@ -415,11 +415,11 @@ fn file_id(path: &Path) -> Result<FileId> {
 /// launcher's private second description.
 fn make_lease(reg: &Registry, id: &str) -> Result<(fs::File, fs::File, FileId)> {
     let path = reg.root().leases().join(format!("{id}.lease"));
-    let (child_fd, lease) = crate::lease::create(&path)?;
-    crate::lease::shared(&child_fd).at_do("cannot lock", &path)?;
-    let own = crate::lease::open_checked(&lease, process::euid())
+    let (child_fd, lease) = crate::os::lease::create(&path)?;
+    crate::os::lease::shared(&child_fd).at_do("cannot lock", &path)?;
+    let own = crate::os::lease::open_checked(&lease, process::euid())
         .map_err(|h| Error::refused(h.reason, h.detail))?;
-    crate::lease::shared(&own).at_do("cannot lock", &path)?;
+    crate::os::lease::shared(&own).at_do("cannot lock", &path)?;
     Ok((child_fd, own, lease))
 }
 
@@ -1039,9 +1039,9 @@ fn join_session(reg: &Registry, rec: Record, wt: PathBuf, session: Session) -> R
         ));
     };
     let open = || -> Result<fs::File> {
-        let f = crate::lease::open_checked(&lease, rec.uid)
+        let f = crate::os::lease::open_checked(&lease, rec.uid)
             .map_err(|h| Error::refused(h.reason, h.detail))?;
-        if !crate::lease::try_shared(&f).at_do("cannot lock", &lease.path())? {
+        if !crate::os::lease::try_shared(&f).at_do("cannot lock", &lease.path())? {
             return Err(Error::refused(
                 HoldReason::RetireInProgress,
                 format!("record {} is being retired", rec.id),

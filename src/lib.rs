@@ -24,7 +24,7 @@
 //! (the reconciler, which drives the engine), `restore` (a new leased
 //! worktree from a re-verified archive), `hold` (retention by a named
 //! owner) and `repair` (one stale registration) -> `plan` (pure gate
-//! decisions) over probes in `git`, `lease`, `safety`, `os::procfs`; state in
+//! decisions) over probes in `git`, `os::lease`, `safety`, `os::procfs`; state in
 //! `registry`, `audit`, `paths`; the layered config in `policy` (resolved
 //! once by `cli`); raw OS process calls in `os::process`; test-only fault points in
 //! `fault`. `metrics` reads a state root for Prometheus; `progress` reports
@@ -37,7 +37,6 @@ pub mod fault;
 pub mod git;
 pub mod hold;
 pub mod launcher;
-pub mod lease;
 pub mod metrics;
 pub mod model;
 pub mod os;

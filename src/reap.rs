@@ -629,7 +629,7 @@ impl Reaper<'_> {
         }
         let lock = match &rec.lease {
             None => None,
-            Some(l) => match crate::lease::try_exclusive_checked(l, rec.uid) {
+            Some(l) => match crate::os::lease::try_exclusive_checked(l, rec.uid) {
                 Ok(f) => Some(f),
                 Err(h) if h.reason == HoldReason::LeaseMissing => None,
                 Err(h) => {
@@ -723,7 +723,7 @@ impl Reaper<'_> {
                 ));
                 return Ok(());
             };
-            let lock = match crate::lease::try_exclusive_checked(l, rec.uid) {
+            let lock = match crate::os::lease::try_exclusive_checked(l, rec.uid) {
                 Ok(f) => f,
                 Err(h) => {
                     item.hold(h);
@@ -873,7 +873,7 @@ impl Reaper<'_> {
             // the apply's gate 3 does (open_checked, closed at once), then who
             // has it open (only while it exists: a deleted file's inode
             // number may already name another file).
-            Some(l) if !self.apply => match crate::lease::open_checked(l, rec.uid) {
+            Some(l) if !self.apply => match crate::os::lease::open_checked(l, rec.uid) {
                 Err(h) if h.reason == HoldReason::LeaseMissing => {
                     lease_missing = true;
                     None
@@ -897,7 +897,7 @@ impl Reaper<'_> {
                     None
                 }
             },
-            Some(l) => match crate::lease::try_exclusive_checked(l, rec.uid) {
+            Some(l) => match crate::os::lease::try_exclusive_checked(l, rec.uid) {
                 Ok(f) => Some(f),
                 Err(h) if h.reason == HoldReason::ConsumerAlive => {
                     item.hold(Hold::new(

@@ -561,7 +561,7 @@ pub fn apply(reg: Option<&Registry>, git: &Git, plan: RepairPlan) -> Result<Repa
             return refuse(plan, vec![h]);
         }
         if let Some(l) = &rec.lease {
-            match crate::lease::try_exclusive_checked(l, rec.uid) {
+            match crate::os::lease::try_exclusive_checked(l, rec.uid) {
                 Ok(f) => lock = Some(f),
                 Err(h) if h.reason == HoldReason::LeaseMissing => {}
                 Err(h) => return refuse(plan, vec![h]),

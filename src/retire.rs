@@ -475,11 +475,11 @@ impl Engine {
             None
         } else {
             let before = crate::safety::lstat(&lease.path());
-            let f = match crate::lease::open_checked(&lease, rec.uid) {
+            let f = match crate::os::lease::open_checked(&lease, rec.uid) {
                 Ok(f) => f,
                 Err(h) => return Ok(Err(vec![h])),
             };
-            let outcome = crate::lease::try_exclusive(&f);
+            let outcome = crate::os::lease::try_exclusive(&f);
             crate::fault::point("retire-locked");
             let fd_after = crate::safety::fstat(&f);
             let name_after = crate::safety::lstat(&lease.path());

@@ -8,7 +8,7 @@
 //! 1. `LEASE_FILE` must be `<state root>/leases/<LEASE_ID>.lease` under a
 //!    private state root, and `LEASE_IDENTITY` must parse as `<dev>:<ino>`.
 //! 2. The file is opened without following symlinks and checked by name and
-//!    through the descriptor ([`crate::lease::open_checked`]): the inode in
+//!    through the descriptor ([`crate::os::lease::open_checked`]): the inode in
 //!    `LEASE_IDENTITY`, a regular file of ours, mode 0600, one link.
 //! 3. `LOCK_SH|LOCK_NB`: it fails at once while a retire holds the lease
 //!    exclusively (`retire-in-progress`), never waits for it.
@@ -178,8 +178,8 @@ pub fn join(ticket: &Ticket, command: Vec<OsString>) -> Result<Joined> {
     let uid = crate::os::process::euid();
     let lease = &ticket.lease;
     let refuse = |h: plan::Hold| Error::refused(h.reason, h.detail);
-    let f = crate::lease::open_checked(lease, uid).map_err(refuse)?;
-    match crate::lease::try_shared(&f) {
+    let f = crate::os::lease::open_checked(lease, uid).map_err(refuse)?;
+    match crate::os::lease::try_shared(&f) {
         Ok(true) => {}
         Ok(false) => {
             return Err(Error::refused(

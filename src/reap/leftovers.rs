@@ -225,7 +225,7 @@ fn own_file(path: &Path) -> bool {
 /// still names the locked inode. `Err` says who holds it.
 fn lease_file_free(path: &Path) -> Result<fs::File, String> {
     let f = crate::os::fs::open_regular(path).map_err(|e| format!("cannot open: {e}"))?;
-    match crate::lease::try_exclusive(&f) {
+    match crate::os::lease::try_exclusive(&f) {
         crate::plan::LockOutcome::Acquired => {}
         crate::plan::LockOutcome::Busy => return Err("its lease is held".into()),
         crate::plan::LockOutcome::Error(e) => return Err(format!("cannot lock it: {e}")),
@@ -497,16 +497,17 @@ fn judge(
             }
             // A retire that is building or verifying a bundle of this record
             // holds its lease exclusively: take it for the removal.
-            let _lock =
-                match known {
-                    Known::Ok(rec) if rec.state != State::Removed => match &rec.lease {
-                        Some(l) => Some(crate::lease::try_exclusive_checked(l, rec.uid).map_err(
-                            |h| Judged::Kept(format!("{}: {}", h.reason.code(), h.detail)),
-                        )?),
-                        None => None,
-                    },
-                    _ => None,
-                };
+            let _lock = match known {
+                Known::Ok(rec) if rec.state != State::Removed => match &rec.lease {
+                    Some(l) => Some(
+                        crate::os::lease::try_exclusive_checked(l, rec.uid).map_err(|h| {
+                            Judged::Kept(format!("{}: {}", h.reason.code(), h.detail))
+                        })?,
+                    ),
+                    None => None,
+                },
+                _ => None,
+            };
             remove(&f.path)
         }
     }
@@ -607,8 +608,8 @@ mod tests {
     fn a_lease_file_is_free_only_without_lock_and_without_holder() {
         let t = tempfile::tempdir().unwrap();
         let p = t.path().join(format!("{ID}.lease"));
-        let (held, _) = crate::lease::create(&p).unwrap();
-        crate::lease::shared(&held).unwrap();
+        let (held, _) = crate::os::lease::create(&p).unwrap();
+        crate::os::lease::shared(&held).unwrap();
         let e = lease_file_free(&p).unwrap_err();
         assert!(e.contains("held"), "{e}");
         drop(held);
