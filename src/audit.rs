@@ -156,8 +156,8 @@ impl Audit {
         }
         serde_json::to_writer(&mut bytes, &line).expect("an audit line serializes");
         bytes.push(b'\n');
-        crate::fault::write().at_do("cannot write", &self.path)?;
-        crate::fault::write_torn(&mut f, &bytes).at_do("cannot write", &self.path)?;
+        crate::os::fault::write().at_do("cannot write", &self.path)?;
+        crate::os::fault::write_torn(&mut f, &bytes).at_do("cannot write", &self.path)?;
         f.write_all(&bytes).at_do("cannot write", &self.path)?;
         f.sync_all().at_do("cannot fsync", &self.path)
     }

@@ -497,7 +497,7 @@ fn create(reg: &Registry, git: &Git, req: &ExecRequest, session: Session) -> Res
     );
     rec.push_session(session);
     reg.create(&mut rec)?;
-    crate::fault::point("exec-planned");
+    crate::os::fault::point("exec-planned");
     let (child_fd, own_fd, lease) = match make_lease(reg, &id) {
         Ok(x) => x,
         Err(e) => {
@@ -510,7 +510,7 @@ fn create(reg: &Registry, git: &Git, req: &ExecRequest, session: Session) -> Res
         r.lease = Some(l2);
         Ok(())
     })?;
-    crate::fault::point("exec-leased");
+    crate::os::fault::point("exec-leased");
     let wt = repo_root.join(&id);
     let creation = creation_lock(reg, &common);
     let reason = git::ops::lock_reason(&id, reg.root().path());
@@ -519,13 +519,13 @@ fn create(reg: &Registry, git: &Git, req: &ExecRequest, session: Session) -> Res
         add_worktree(&rg, AddConfig::User, &common, &wt, &branch, &base, &reason)
     });
     added_or_kept(reg, &id, &wt, added)?;
-    crate::fault::point("exec-added");
+    crate::os::fault::point("exec-added");
     let wt_id = file_id(&wt)?;
     reg.update(&id, |r| {
         r.worktree = Some(wt_id);
         r.set_state(State::Active)
     })?;
-    crate::fault::point("exec-active");
+    crate::os::fault::point("exec-active");
     Ok(Prepared {
         id,
         worktree: wt,
@@ -623,7 +623,7 @@ pub fn create_restored(
         )
     });
     added_or_kept(reg, &id, &wt, added)?;
-    crate::fault::point("exec-added");
+    crate::os::fault::point("exec-added");
     let wt_id = file_id(&wt)?;
     reg.update(&id, |r| {
         r.worktree = Some(wt_id);
@@ -929,7 +929,7 @@ fn adopt(
         r.worktree = Some(wt_id);
         Ok(())
     })?;
-    crate::fault::point("adopt-leased");
+    crate::os::fault::point("adopt-leased");
     let reason = git::ops::lock_reason(&id, reg.root().path());
     if let Err(e) = git::ops::worktree_lock(&rg, &common, &wt, &reason) {
         abandon(reg, &id, &e.to_string());
@@ -1158,7 +1158,7 @@ fn run(reg: &Registry, git: Git, p: Prepared, req: &ExecRequest) -> Result<ExecR
             Ended::Code(code)
         }
     };
-    crate::fault::point("exec-ran");
+    crate::os::fault::point("exec-ran");
     // The command may have changed the config: read filter drivers afresh.
     Git::forget_filters();
     let head = match reg.get(&p.id) {

@@ -27,13 +27,12 @@
 //! decisions) over probes in `git`, `os::lease`, `safety`, `os::procfs`; state in
 //! `registry`, `audit`, `paths`; the layered config in `policy` (resolved
 //! once by `cli`); raw OS process calls in `os::process`; test-only fault points in
-//! `fault`. `metrics` reads a state root for Prometheus; `progress` reports
+//! `os::fault`. `metrics` reads a state root for Prometheus; `progress` reports
 //! long steps to a sink the CLI installs on a terminal.
 
 pub mod audit;
 pub mod cli;
 pub mod error;
-pub mod fault;
 pub mod git;
 pub mod hold;
 pub mod launcher;

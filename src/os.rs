@@ -1,5 +1,6 @@
 //! Adapters that talk to the kernel (ARCHITECTURE.md floor 3).
 
+pub mod fault;
 pub mod fs;
 pub mod lease;
 pub mod process;

@@ -389,7 +389,7 @@ pub fn write_atomic_mode(path: &Path, bytes: &[u8], mode: u32) -> Result<()> {
             .custom_flags(libc::O_NOFOLLOW)
             .open(&tmp)
             .at_do("cannot create", &tmp)?;
-        crate::fault::write().at_do("cannot write", &tmp)?;
+        crate::os::fault::write().at_do("cannot write", &tmp)?;
         f.write_all(bytes).at_do("cannot write", &tmp)?;
         // A failed fsync ends the attempt: the page may be gone, and retrying
         // can report success for data that never reached the disk

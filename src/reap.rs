@@ -281,7 +281,7 @@ pub fn lock_reaper(root: &StateRoot, create: bool) -> Result<ReaperLock> {
 /// only reports. The caller holds the [`ReaperLock`]. Retires archive where
 /// the policy says (config `archive`, joined with `reap --archive`).
 pub fn reap(root: &StateRoot, git: &Git, apply: bool) -> Result<ReapReport> {
-    crate::fault::point("reap-locked");
+    crate::os::fault::point("reap-locked");
     let reg = Registry::new(root.clone());
     let reaper = Reaper {
         engine: Engine::new(reg.clone(), git.clone(), !apply),
@@ -853,7 +853,7 @@ impl Reaper<'_> {
     /// Resumes a retire that did not finish. A running retire holds the lease
     /// exclusively, so it is never disturbed.
     fn retiring(&self, rec: &Record, item: &mut ReapItem) -> Result<()> {
-        crate::fault::point("reap-retiring");
+        crate::os::fault::point("reap-retiring");
         let Some(wt) = &rec.worktree else {
             item.hold(Hold::new(
                 HoldReason::PathIdentity,

@@ -818,7 +818,7 @@ impl Registry {
         }
         rec.unaudited = events;
         crate::paths::write_atomic(&self.file(&rec.id), &encode(rec))?;
-        crate::fault::point("record-written");
+        crate::os::fault::point("record-written");
         let audit = Audit::new(&self.root);
         for e in &rec.unaudited {
             audit.append(e)?;

@@ -385,7 +385,7 @@ pub fn restore(req: &RestoreRequest) -> Result<RestoreReport> {
         .arg(&source)
         .arg(format!("{head}:{fetched}"))
         .run()?;
-    crate::fault::point("restore-fetched");
+    crate::os::fault::point("restore-fetched");
     let at = rg
         .cmd(&repo)
         .args([
@@ -417,7 +417,7 @@ pub fn restore(req: &RestoreRequest) -> Result<RestoreReport> {
             .run()?,
     );
     let worktree = crate::paths::utf8(&wt)?;
-    crate::fault::point("restore-created");
+    crate::os::fault::point("restore-created");
     let receipt = serde_json::json!({
         "at": crate::registry::now(),
         "record": id,

@@ -480,7 +480,7 @@ impl Engine {
                 Err(h) => return Ok(Err(vec![h])),
             };
             let outcome = crate::os::lease::try_exclusive(&f);
-            crate::fault::point("retire-locked");
+            crate::os::fault::point("retire-locked");
             let fd_after = crate::safety::fstat(&f);
             let name_after = crate::safety::lstat(&lease.path());
             if let Err(mut h) =
@@ -1080,7 +1080,7 @@ impl Engine {
         let bytes = held.inventory.bytes;
         let free_before = free_bytes(&held.rec.root.path());
         self.reg.update(&id, |r| r.set_state(State::Retiring))?;
-        crate::fault::point("retire-before-remove");
+        crate::os::fault::point("retire-before-remove");
         // Identity once more, right before git deletes by path.
         let wt_id = held.rec.worktree.clone().expect("gate 2 saw a worktree");
         let again = self.gate_identity(&held.rg, &held.rec).and_then(|_| {
@@ -1114,7 +1114,7 @@ impl Engine {
                 )]));
             }
         };
-        crate::fault::point("retire-unlocked");
+        crate::os::fault::point("retire-unlocked");
         let out = held
             .rg
             .cmd(&repo)
@@ -1347,7 +1347,7 @@ pub fn linked_admin(repo: &Path, wt: &Path) -> Option<PathBuf> {
 /// Free bytes for unprivileged users on the filesystem of `path` (statvfs(3)
 /// `f_bavail * f_frsize`), 0 if unknown.
 pub fn free_bytes(path: &Path) -> u64 {
-    if crate::fault::disk_full() {
+    if crate::os::fault::disk_full() {
         return 0;
     }
     rustix::fs::statvfs(path).map_or(0, |s| s.f_bavail.saturating_mul(s.f_frsize))

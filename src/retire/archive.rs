@@ -124,7 +124,7 @@ impl Engine {
                 c.arg("--not").arg(d);
             }
             c.run()?;
-            crate::fault::point("archive-bundle-created");
+            crate::os::fault::point("archive-bundle-created");
             let f = fs::File::open(&tmp).at(&tmp)?;
             f.sync_all().at_do("cannot fsync", &tmp)?;
             rename_no_replace(&tmp, &bundle).at_do("cannot rename into", &bundle)?;
@@ -136,7 +136,7 @@ impl Engine {
             let _ = fs::remove_file(&tmp);
             return Err(unarchived("cannot create the bundle", &e));
         }
-        crate::fault::point("archive-written");
+        crate::os::fault::point("archive-written");
         // Hash, parse and verify through one descriptor; a bundle that fails
         // any step is removed, never kept half-trusted.
         let checked = (|| {

@@ -72,7 +72,7 @@ impl Engine {
         if !out.ok {
             return Err(failed(push_failure(&url, &rec.id, &out)));
         }
-        crate::fault::point("archive-pushed");
+        crate::os::fault::point("archive-pushed");
         let listed = read_back(rg, &common, &url, &refs).map_err(|e| failed(e.to_string()))?;
         plan::check_readback(&refs, &listed)?;
         Ok(RemoteRefs {
