@@ -928,7 +928,7 @@ def report(d, out):
             "true` of the spawn section's recorded worktree, symbolized build), samples of the "
             "`lease` processes only: where a join's own CPU goes, inclusive of callees, user and "
             "kernel time (a blocked fsync is off the CPU and not sampled; the spawn section times "
-            "those). `lease::reader` rows are the in-process libgit2 reads." % prof.get("join_runs", 0)
+            "those). `lease::git::libgit2` rows are the in-process libgit2 reads." % prof.get("join_runs", 0)
         )
         w("")
         w("| function | share of a join's own CPU |")
@@ -986,7 +986,7 @@ SCENARIOS = [
 ]
 SPAWNS_BEFORE = {"adopt": 6, "create": 31, "retire": 22, "bundle": 30}
 CUTS = [
-    "**In-process reads with libgit2** (`src/reader.rs`, git2 0.21 without https/ssh): "
+    "**In-process reads with libgit2** (`src/git/libgit2.rs`, git2 0.21 without https/ssh): "
     "`git worktree list` (gate 2, gate 8's re-check and read-back, adopt, creation), HEAD "
     "(gates 6 and 7, exec's outcome), the common dir of a linked worktree, the durable "
     "`origin` ref and the reachability `rev-list`s (a revwalk with the same hidden refs). "

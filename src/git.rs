@@ -19,6 +19,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use crate::error::{Error, Result};
 use crate::plan::StatusEntry;
 
+pub mod libgit2;
 pub mod ops;
 
 /// The oldest git lease accepts: `git worktree list -z` arrived in 2.36.
@@ -540,7 +541,7 @@ impl Git {
 /// Like [`RepoGit::worktrees`] without a [`RepoGit`]: the filter config is
 /// read (one more git) only if the CLI has to list.
 pub fn worktrees(git: &Git, common: &Path) -> Result<Vec<WorktreeEntry>> {
-    if let Some(v) = crate::reader::Reader::open(common).and_then(|r| r.worktrees()) {
+    if let Some(v) = crate::git::libgit2::Reader::open(common).and_then(|r| r.worktrees()) {
         return Ok(v);
     }
     git.repo(common)?.worktrees(common)
@@ -659,10 +660,10 @@ impl RepoGit {
 
     /// The worktrees of the repository whose common git dir is `common`, as
     /// [`parse_worktrees`] reads `git worktree list`: read in process by
-    /// [`crate::reader`] where libgit2 reads the repository as git does,
+    /// [`crate::git::libgit2`] where libgit2 reads the repository as git does,
     /// else by the CLI.
     pub fn worktrees(&self, common: &Path) -> Result<Vec<WorktreeEntry>> {
-        if let Some(v) = crate::reader::Reader::open(common).and_then(|r| r.worktrees()) {
+        if let Some(v) = crate::git::libgit2::Reader::open(common).and_then(|r| r.worktrees()) {
             return Ok(v);
         }
         Ok(parse_worktrees(&self.worktree_list(common)?))

@@ -854,7 +854,7 @@ fn adopt(
     let wt = fs::canonicalize(path)
         .map_err(|e| Error::Usage(format!("cannot adopt `{}`: {e}", path.display())))?;
     crate::paths::refuse_newline("worktree", &wt)?;
-    let common = match crate::reader::common_of_linked(&wt) {
+    let common = match crate::git::libgit2::common_of_linked(&wt) {
         Some(c) => c,
         None => common_dir(git, &wt)?,
     };
@@ -1264,10 +1264,10 @@ fn run(reg: &Registry, git: Git, p: Prepared, req: &ExecRequest) -> Result<ExecR
 }
 
 /// The worktree's HEAD commit after the command, read in process where
-/// [`crate::reader::Reader`] can, else with `git rev-parse`; `None` when
+/// [`crate::git::libgit2::Reader`] can, else with `git rev-parse`; `None` when
 /// neither can tell.
 fn head_of(git: &Git, common: &Path, worktree: &Path) -> Option<String> {
-    match crate::reader::Reader::open(common)
+    match crate::git::libgit2::Reader::open(common)
         .and_then(|r| r.head_commit(&crate::retire::linked_admin(common, worktree)?))
     {
         Some(h) => h,

@@ -43,7 +43,6 @@ pub mod paths;
 pub mod plan;
 pub mod policy;
 pub mod progress;
-pub mod reader;
 pub mod reap;
 pub mod registry;
 pub mod repair;

@@ -874,7 +874,7 @@ impl Engine {
         } else {
             Vec::new()
         };
-        let reader = crate::reader::Reader::open(Path::new(&rec.repo));
+        let reader = crate::git::libgit2::Reader::open(Path::new(&rec.repo));
         let head = self.head(held)?;
         // The in-process reader answers for `origin` only: when config names
         // another trusted remote, or the reader cannot tell, the CLI does.
@@ -885,7 +885,7 @@ impl Engine {
         let fast = reader
             .as_ref()
             .filter(|_| origin_trusted)
-            .and_then(crate::reader::Reader::durable_origin);
+            .and_then(crate::git::libgit2::Reader::durable_origin);
         let (remote, durable) = match fast {
             Some(d) => (Some("origin".to_string()), d),
             None => {
@@ -1004,11 +1004,11 @@ impl Engine {
     }
 
     /// The worktree's HEAD commit (`rev-parse --verify -q HEAD^{commit}`;
-    /// empty if unborn), read in process where [`crate::reader`] can.
+    /// empty if unborn), read in process where [`crate::git::libgit2`] can.
     fn head(&self, held: &Held) -> Result<String> {
         let common = PathBuf::from(&held.rec.repo);
         if let Some(h) =
-            crate::reader::Reader::open(&common).and_then(|r| r.head_commit(&held.admin))
+            crate::git::libgit2::Reader::open(&common).and_then(|r| r.head_commit(&held.admin))
         {
             return Ok(h.unwrap_or_default());
         }

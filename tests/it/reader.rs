@@ -1,4 +1,4 @@
-//! Differential tests of the in-process reader (`lease::reader`, libgit2)
+//! Differential tests of the in-process reader (`lease::git::libgit2`)
 //! against the git CLI over awkward repositories: detached, unborn, locked
 //! and prunable worktrees, newline and non-UTF-8 paths, packed and many
 //! refs, a bare main repository; and the fallback to the CLI for what
@@ -9,8 +9,8 @@ use std::fs;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
+use lease::git::libgit2::{Reader, common_of_linked, unsupported};
 use lease::git::{WorktreeEntry, parse_worktrees};
-use lease::reader::{Reader, common_of_linked, unsupported};
 
 use crate::support::{TestEnv, root_or_skip, skip};
 
