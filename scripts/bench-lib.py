@@ -1036,7 +1036,7 @@ def suggestions(rows, sp, extra, prof, med):
     bd = sp["bundle"]["spawns"]
     own = (prof.get("perf") or {}).get("own_ms")
     fn = dict(prof.get("functions") or [])
-    inv = fn.get("lease::safety::inventory")
+    inv = fn.get("lease::os::walk::inventory")
     walk = inv * own / 100 if inv and own else None  # one walk per clean retire
     w_rt, w_cr, w_ad, w_bd = work(sp["retire"]), work(sp["create"]), work(sp["adopt"]), work(sp["bundle"])
     rt_ratio = row_ratio(rows, "retire", "lease", "git")
@@ -1246,7 +1246,7 @@ def suggestions(rows, sp, extra, prof, med):
             (
                 0.0,
                 "The walk: near its floor once it runs once.",
-                "`safety::inventory` is %.0f%% of lease's own CPU in a clean retire (%s, its one "
+                "`os::walk::inventory` is %.0f%% of lease's own CPU in a clean retire (%s, its one "
                 "walk; `strace -c` counts %s `statx` calls in one retire). Each entry needs "
                 "its `statx` (size for the tombstone, mount id, type without trusting `d_type`) "
                 "and each directory an open; reusing the per-entry path buffer (allocation is a "
@@ -1289,7 +1289,7 @@ def combined(rows, sp, prof, med):
     if not (rt_med and rt_base and cr_med and cr_base):
         return None
     own = (prof.get("perf") or {}).get("own_ms")
-    inv = dict(prof.get("functions") or []).get("lease::safety::inventory")
+    inv = dict(prof.get("functions") or []).get("lease::os::walk::inventory")
     walk = inv * own / 100 / 2 if inv and own else 0
 
     def common(sp_):

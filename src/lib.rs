@@ -24,7 +24,7 @@
 //! (the reconciler, which drives the engine), `restore` (a new leased
 //! worktree from a re-verified archive), `hold` (retention by a named
 //! owner) and `repair` (one stale registration) -> `plan` (pure gate
-//! decisions) over probes in `git`, `os::lease`, `safety`, `os::procfs`; state in
+//! decisions) over probes in `git`, `os::lease`, `os::walk`, `os::fs`, `os::procfs`; state in
 //! `registry`, `audit`, `paths`; the layered config in `policy` (resolved
 //! once by `cli`); raw OS process calls in `os::process`; test-only fault points in
 //! `os::fault`. `metrics` reads a state root for Prometheus; `progress` reports
@@ -49,7 +49,6 @@ pub mod repair;
 pub mod report;
 pub mod restore;
 pub mod retire;
-pub mod safety;
 #[cfg(test)]
 mod testing;
 

@@ -5,3 +5,4 @@ pub mod fs;
 pub mod lease;
 pub mod process;
 pub mod procfs;
+pub mod walk;

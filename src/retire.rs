@@ -332,7 +332,7 @@ impl Engine {
         report.filters = held.rg.trusted().to_vec();
         // Lease's own walk of the tree, under the lock: gate 4 judges
         // processes by the identities it reached, gate 5 by what it found.
-        held.inventory = crate::safety::inventory(&held.top);
+        held.inventory = crate::os::walk::inventory(&held.top);
 
         // Gate 4: defense in depth behind the lock.
         let lease_id = held.rec.lease.as_ref().map(crate::registry::FileId::id);
@@ -463,7 +463,7 @@ impl Engine {
         };
         let lock = if self.dry_run {
             if let Err(h) =
-                plan::check_lease_seen(lease.id(), rec.uid, crate::safety::lstat(&lease.path()))
+                plan::check_lease_seen(lease.id(), rec.uid, crate::os::walk::lstat(&lease.path()))
             {
                 return Ok(Err(vec![h]));
             }
@@ -474,15 +474,15 @@ impl Engine {
             }
             None
         } else {
-            let before = crate::safety::lstat(&lease.path());
+            let before = crate::os::walk::lstat(&lease.path());
             let f = match crate::os::lease::open_checked(&lease, rec.uid) {
                 Ok(f) => f,
                 Err(h) => return Ok(Err(vec![h])),
             };
             let outcome = crate::os::lease::try_exclusive(&f);
             crate::os::fault::point("retire-locked");
-            let fd_after = crate::safety::fstat(&f);
-            let name_after = crate::safety::lstat(&lease.path());
+            let fd_after = crate::os::walk::fstat(&f);
+            let name_after = crate::os::walk::lstat(&lease.path());
             if let Err(mut h) =
                 plan::gate_lease(lease.id(), rec.uid, before, &outcome, fd_after, name_after)
             {
@@ -575,12 +575,12 @@ impl Engine {
                 ),
             ));
         }
-        let top = crate::safety::open_beneath(&root, rec.root.id(), name)?;
+        let top = crate::os::walk::open_beneath(&root, rec.root.id(), name)?;
         let (ev, _) = self
             .probe_path(rg, &repo, &wt, &rec.id)
             .map_err(|e| Hold::new(e.reason().unwrap_or(HoldReason::GitFailed), e.to_string()))?;
         plan::gate_path(wt_id.id(), rec.uid, &ev)?;
-        let through_fd = crate::safety::fstat_fd(&top);
+        let through_fd = crate::os::walk::fstat_fd(&top);
         if !wt_id.same_birth(&fs::symlink_metadata(&wt).ok()) {
             return Err(Hold::new(
                 HoldReason::PathIdentity,
@@ -690,8 +690,8 @@ impl Engine {
         let admin = linked_admin(repo, wt);
         Ok((
             plan::PathEvidence {
-                seen: crate::safety::lstat(wt),
-                canonical: crate::safety::is_canonical(wt),
+                seen: crate::os::walk::lstat(wt),
+                canonical: crate::os::walk::is_canonical(wt),
                 linked_back: admin.is_some(),
                 lock: git::ops::classify_lock(
                     mine.and_then(|e| e.locked.as_deref()),
@@ -700,7 +700,7 @@ impl Engine {
                 ),
                 listed: mine.is_some(),
                 is_main: entries.first().is_some_and(|e| e.path == bytes),
-                cwd_inside: crate::safety::cwd_inside(wt),
+                cwd_inside: crate::os::walk::cwd_inside(wt),
             },
             admin,
         ))
@@ -1047,7 +1047,7 @@ impl Engine {
             if let Err(holds) = plan::gate_content(&content) {
                 return Ok(Err(holds));
             }
-            let walk = crate::safety::inventory(&held.top);
+            let walk = crate::os::walk::inventory(&held.top);
             if let Err(holds) = plan::gate_inventory(&walk, &[]) {
                 return Ok(Err(holds));
             }
@@ -1094,7 +1094,7 @@ impl Engine {
             // Declared rebuildable output goes first, by lease itself.
             held.rebuildable
                 .iter()
-                .try_for_each(|p| crate::safety::remove_beneath(&held.top, p))
+                .try_for_each(|p| crate::os::walk::remove_beneath(&held.top, p))
         });
         if let Err(h) = again {
             self.reg.update(&id, |r| r.set_state(State::Terminal))?;
@@ -1200,7 +1200,7 @@ impl Engine {
     /// returns whether it did. Any other lock was held by gate 2, which ran
     /// again just before.
     fn unlock_own(&self, held: &Held, repo: &Path) -> Result<bool> {
-        let Some(reason) = crate::safety::read_small(&held.admin.join("locked")) else {
+        let Some(reason) = crate::os::walk::read_small(&held.admin.join("locked")) else {
             return Ok(false);
         };
         let reason = String::from_utf8_lossy(&reason);
@@ -1329,7 +1329,7 @@ pub fn linked_admin(repo: &Path, wt: &Path) -> Option<PathBuf> {
     if !fs::symlink_metadata(&dotgit).ok()?.file_type().is_file() {
         return None;
     }
-    let text = crate::safety::read_small(&dotgit)?;
+    let text = crate::os::walk::read_small(&dotgit)?;
     let admin = PathBuf::from(std::ffi::OsStr::from_bytes(text.strip_prefix(b"gitdir: ")?));
     let admin = if admin.is_absolute() {
         admin
@@ -1340,7 +1340,7 @@ pub fn linked_admin(repo: &Path, wt: &Path) -> Option<PathBuf> {
     if admin.parent()? != repo.join("worktrees") {
         return None;
     }
-    let back = crate::safety::read_small(&admin.join("gitdir"))?;
+    let back = crate::os::walk::read_small(&admin.join("gitdir"))?;
     let back = PathBuf::from(std::ffi::OsStr::from_bytes(&back));
     (back == dotgit).then_some(admin)
 }

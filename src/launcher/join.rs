@@ -198,8 +198,9 @@ pub fn join(ticket: &Ticket, command: Vec<OsString>) -> Result<Joined> {
         }
     }
     // Again, under the lock: the descriptor, then the name.
-    plan::check_lease_seen(lease.id(), uid, crate::safety::fstat(&f)).map_err(refuse)?;
-    plan::check_lease_seen(lease.id(), uid, crate::safety::lstat(&lease.path())).map_err(refuse)?;
+    plan::check_lease_seen(lease.id(), uid, crate::os::walk::fstat(&f)).map_err(refuse)?;
+    plan::check_lease_seen(lease.id(), uid, crate::os::walk::lstat(&lease.path()))
+        .map_err(refuse)?;
     let reg = Registry::new(StateRoot::at(root));
     let rec = match reg.load(&ticket.id) {
         Loaded::Ok(r) => r,
