@@ -406,7 +406,7 @@ fn admit_or_reap(reg: &Registry, git: &Git, reap_if_low: bool, dirs: &[&Path]) -
 }
 
 fn file_id(path: &Path) -> Result<FileId> {
-    let s = crate::os::walk::lstat(path)
+    let s = crate::os::fs::lstat(path)
         .ok_or_else(|| Error::Usage(format!("`{}` does not exist", path.display())))?;
     FileId::of(path, s.dev, s.ino)
 }
@@ -1014,7 +1014,7 @@ fn resume(reg: &Registry, id: &str, session: Session) -> Result<Prepared> {
         ));
     };
     let wt = w.path();
-    match crate::os::walk::lstat(&wt) {
+    match crate::os::fs::lstat(&wt) {
         Some(s) if (s.dev, s.ino) == (w.dev, w.ino) => {}
         _ => {
             return Err(Error::refused(

@@ -459,7 +459,7 @@ impl Reaper<'_> {
         let path = wt.path();
         let repo = Path::new(&rec.repo);
         if found(repo)? != Found::Dir
-            || crate::os::walk::lstat(&path).map(|s| (s.dev, s.ino)) != Some(wt.id())
+            || crate::os::fs::lstat(&path).map(|s| (s.dev, s.ino)) != Some(wt.id())
         {
             return Ok(());
         }
@@ -556,7 +556,7 @@ impl Reaper<'_> {
                     ));
                     return Ok(());
                 }
-                let s = crate::os::walk::lstat(&path)
+                let s = crate::os::fs::lstat(&path)
                     .ok_or_else(|| Error::Usage(format!("`{shown}` vanished while reaping")))?;
                 let wt = FileId::of(&path, s.dev, s.ino)?;
                 let moved = self.reg.update(&rec.id, |r| {

@@ -182,14 +182,14 @@ impl FileId {
             path: crate::paths::utf8(path)?,
             dev,
             ino,
-            btime: crate::os::walk::birth(&std::fs::symlink_metadata(path).ok()),
+            btime: crate::os::fs::birth(&std::fs::symlink_metadata(path).ok()),
         })
     }
 
     /// Returns true unless both birth times are known and differ: the file
     /// seen (`meta`) is then a new file that reused the recorded inode.
     pub fn same_birth(&self, meta: &Option<std::fs::Metadata>) -> bool {
-        match (self.btime, crate::os::walk::birth(meta)) {
+        match (self.btime, crate::os::fs::birth(meta)) {
             (Some(a), Some(b)) => a == b,
             _ => true,
         }

@@ -169,7 +169,7 @@ fn admins_naming(common: &Path, dotgit: &Path) -> Vec<PathBuf> {
 /// values, git 2.48's `worktree.useRelativePaths`, are taken from the admin
 /// directory).
 fn names(admin: &Path, dotgit: &Path) -> bool {
-    let Some(text) = crate::os::walk::read_small(&admin.join("gitdir")) else {
+    let Some(text) = crate::os::fs::read_small(&admin.join("gitdir")) else {
         return false;
     };
     let named = PathBuf::from(std::ffi::OsStr::from_bytes(&text));
@@ -315,7 +315,7 @@ pub fn plan(reg: Option<&Registry>, git: &Git, path: &Path) -> Result<RepairPlan
     }
     plan.steps
         .push(format!("the directory `{}` is missing", plan.path));
-    if let Some(reason) = crate::os::walk::read_small(&plan.admin_dir.join("locked")) {
+    if let Some(reason) = crate::os::fs::read_small(&plan.admin_dir.join("locked")) {
         let reason = String::from_utf8_lossy(&reason).into_owned();
         let id = record.as_ref().map_or("", |r| r.id.as_str());
         let root = reg.map_or(Path::new("/"), |r| r.root().path());

@@ -463,7 +463,7 @@ impl Engine {
         };
         let lock = if self.dry_run {
             if let Err(h) =
-                plan::check_lease_seen(lease.id(), rec.uid, crate::os::walk::lstat(&lease.path()))
+                plan::check_lease_seen(lease.id(), rec.uid, crate::os::fs::lstat(&lease.path()))
             {
                 return Ok(Err(vec![h]));
             }
@@ -474,15 +474,15 @@ impl Engine {
             }
             None
         } else {
-            let before = crate::os::walk::lstat(&lease.path());
+            let before = crate::os::fs::lstat(&lease.path());
             let f = match crate::os::lease::open_checked(&lease, rec.uid) {
                 Ok(f) => f,
                 Err(h) => return Ok(Err(vec![h])),
             };
             let outcome = crate::os::lease::try_exclusive(&f);
             crate::os::fault::point("retire-locked");
-            let fd_after = crate::os::walk::fstat(&f);
-            let name_after = crate::os::walk::lstat(&lease.path());
+            let fd_after = crate::os::fs::fstat(&f);
+            let name_after = crate::os::fs::lstat(&lease.path());
             if let Err(mut h) =
                 plan::gate_lease(lease.id(), rec.uid, before, &outcome, fd_after, name_after)
             {
@@ -580,7 +580,7 @@ impl Engine {
             .probe_path(rg, &repo, &wt, &rec.id)
             .map_err(|e| Hold::new(e.reason().unwrap_or(HoldReason::GitFailed), e.to_string()))?;
         plan::gate_path(wt_id.id(), rec.uid, &ev)?;
-        let through_fd = crate::os::walk::fstat_fd(&top);
+        let through_fd = crate::os::fs::fstat_fd(&top);
         if !wt_id.same_birth(&fs::symlink_metadata(&wt).ok()) {
             return Err(Hold::new(
                 HoldReason::PathIdentity,
@@ -690,8 +690,8 @@ impl Engine {
         let admin = linked_admin(repo, wt);
         Ok((
             plan::PathEvidence {
-                seen: crate::os::walk::lstat(wt),
-                canonical: crate::os::walk::is_canonical(wt),
+                seen: crate::os::fs::lstat(wt),
+                canonical: crate::os::fs::is_canonical(wt),
                 linked_back: admin.is_some(),
                 lock: git::ops::classify_lock(
                     mine.and_then(|e| e.locked.as_deref()),
@@ -700,7 +700,7 @@ impl Engine {
                 ),
                 listed: mine.is_some(),
                 is_main: entries.first().is_some_and(|e| e.path == bytes),
-                cwd_inside: crate::os::walk::cwd_inside(wt),
+                cwd_inside: crate::os::fs::cwd_inside(wt),
             },
             admin,
         ))
@@ -1200,7 +1200,7 @@ impl Engine {
     /// returns whether it did. Any other lock was held by gate 2, which ran
     /// again just before.
     fn unlock_own(&self, held: &Held, repo: &Path) -> Result<bool> {
-        let Some(reason) = crate::os::walk::read_small(&held.admin.join("locked")) else {
+        let Some(reason) = crate::os::fs::read_small(&held.admin.join("locked")) else {
             return Ok(false);
         };
         let reason = String::from_utf8_lossy(&reason);
@@ -1329,7 +1329,7 @@ pub fn linked_admin(repo: &Path, wt: &Path) -> Option<PathBuf> {
     if !fs::symlink_metadata(&dotgit).ok()?.file_type().is_file() {
         return None;
     }
-    let text = crate::os::walk::read_small(&dotgit)?;
+    let text = crate::os::fs::read_small(&dotgit)?;
     let admin = PathBuf::from(std::ffi::OsStr::from_bytes(text.strip_prefix(b"gitdir: ")?));
     let admin = if admin.is_absolute() {
         admin
@@ -1340,7 +1340,7 @@ pub fn linked_admin(repo: &Path, wt: &Path) -> Option<PathBuf> {
     if admin.parent()? != repo.join("worktrees") {
         return None;
     }
-    let back = crate::os::walk::read_small(&admin.join("gitdir"))?;
+    let back = crate::os::fs::read_small(&admin.join("gitdir"))?;
     let back = PathBuf::from(std::ffi::OsStr::from_bytes(&back));
     (back == dotgit).then_some(admin)
 }

@@ -198,9 +198,8 @@ pub fn join(ticket: &Ticket, command: Vec<OsString>) -> Result<Joined> {
         }
     }
     // Again, under the lock: the descriptor, then the name.
-    plan::check_lease_seen(lease.id(), uid, crate::os::walk::fstat(&f)).map_err(refuse)?;
-    plan::check_lease_seen(lease.id(), uid, crate::os::walk::lstat(&lease.path()))
-        .map_err(refuse)?;
+    plan::check_lease_seen(lease.id(), uid, crate::os::fs::fstat(&f)).map_err(refuse)?;
+    plan::check_lease_seen(lease.id(), uid, crate::os::fs::lstat(&lease.path())).map_err(refuse)?;
     let reg = Registry::new(StateRoot::at(root));
     let rec = match reg.load(&ticket.id) {
         Loaded::Ok(r) => r,

@@ -1,5 +1,7 @@
-//! Opening files lease does not trust to be what their names say: records,
-//! lock files, the orphans file, the audit log, bundles and config files.
+//! What a path or a descriptor is, seen without following a symlink
+//! (`lstat`, `fstat`, as the [`Seen`] values the gates compare), and opening
+//! files lease does not trust to be what their names say: records, lock
+//! files, the orphans file, the audit log, bundles and config files.
 //!
 //! # Invariants (SPEC "Bad input and faults")
 //! - Nothing is opened through a symlink at its last component
@@ -20,8 +22,11 @@
 
 use std::fs::{self, File};
 use std::io::{self, Read};
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::os::fd::OwnedFd;
+use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::Path;
+
+use crate::plan::Seen;
 
 /// The flags every untrusted open adds to its access mode.
 pub const UNTRUSTED_OPEN_FLAGS: i32 = libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY;
@@ -132,10 +137,219 @@ fn too_large(limit: u64) -> io::Error {
     )
 }
 
+fn seen(m: &fs::Metadata) -> Seen {
+    Seen {
+        dev: m.dev(),
+        ino: m.ino(),
+        uid: m.uid(),
+        mode: m.mode(),
+        nlink: m.nlink(),
+    }
+}
+
+/// Returns a file's birth time in nanoseconds since the epoch, if the
+/// filesystem records one (statx `STATX_BTIME`, which std reads).
+pub fn birth(meta: &Option<fs::Metadata>) -> Option<u64> {
+    let created = meta.as_ref()?.created().ok()?;
+    let d = created.duration_since(std::time::UNIX_EPOCH).ok()?;
+    u64::try_from(d.as_nanos()).ok().filter(|&n| n > 0)
+}
+
+/// Returns what `lstat(path)` sees, or `None` if it does not exist or cannot be read.
+pub fn lstat(path: &Path) -> Option<Seen> {
+    fs::symlink_metadata(path).ok().map(|m| seen(&m))
+}
+
+/// Returns what `fstat` sees through an open file.
+pub fn fstat(file: &fs::File) -> Option<Seen> {
+    file.metadata().ok().map(|m| seen(&m))
+}
+
+/// Returns what `fstat` sees through a raw directory descriptor.
+pub fn fstat_fd(fd: &OwnedFd) -> Option<Seen> {
+    rustix::fs::fstat(fd).ok().map(|st| {
+        #[allow(clippy::unnecessary_cast)]
+        Seen {
+            dev: st.st_dev as u64,
+            ino: st.st_ino as u64,
+            uid: st.st_uid,
+            mode: st.st_mode as u32,
+            nlink: st.st_nlink as u64,
+        }
+    })
+}
+
+/// Returns what `stat` (following symlinks) sees of `path`.
+pub fn stat(path: &Path) -> Option<Seen> {
+    fs::metadata(path).ok().map(|m| seen(&m))
+}
+
+/// Returns true if and only if `path` is absolute and equals its canonical,
+/// physical form: no symlinked component, no `.` or `..`, no doubled slash.
+pub fn is_canonical(path: &Path) -> bool {
+    path.is_absolute() && fs::canonicalize(path).is_ok_and(|c| c == path)
+}
+
+/// Returns true if and only if this process's current directory is `dir` or below it.
+pub fn cwd_inside(dir: &Path) -> bool {
+    std::env::current_dir()
+        .ok()
+        .and_then(|c| fs::canonicalize(c).ok())
+        .is_some_and(|c| c.starts_with(dir))
+}
+
+/// Returns true if and only if users other than us can reach `path`: every
+/// ancestor grants search permission to others (or to a group).
+pub fn traversable_by_others(path: &Path) -> bool {
+    path.ancestors().skip(1).all(|a| {
+        fs::metadata(a)
+            .is_ok_and(|m| m.mode() & 0o011 != 0 || m.uid() != crate::os::process::euid())
+    })
+}
+
+/// Reads a small text file (at most 8 KiB) without following a symlink at
+/// its last component (`O_NOFOLLOW`) or blocking on a FIFO (`O_NONBLOCK`),
+/// trimming trailing newlines. `None` if it cannot be opened or read: the
+/// callers (git's admin files: `gitdir`, `.git`, `locked`) treat that as
+/// "not proven".
+pub(crate) fn read_small(path: &Path) -> Option<Vec<u8>> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .ok()?;
+    let mut buf = Vec::new();
+    f.by_ref().take(8192).read_to_end(&mut buf).ok()?;
+    while buf.last() == Some(&b'\n') {
+        buf.pop();
+    }
+    Some(buf)
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use rustix::fs::{Mode, OFlags};
+    use std::os::unix::fs::PermissionsExt;
+
+    fn make_fifo(path: &Path) {
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            path,
+            rustix::fs::FileType::Fifo,
+            Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+    }
+
+    #[test]
+    fn read_small_never_follows_a_symlink_or_waits_on_a_fifo() {
+        let t = tempfile::tempdir().unwrap();
+        let file = t.path().join("gitdir");
+        fs::write(&file, b"/r/.git/worktrees/w\n\n").unwrap();
+        assert_eq!(read_small(&file).unwrap(), b"/r/.git/worktrees/w");
+        let link = t.path().join("link");
+        std::os::unix::fs::symlink(&file, &link).unwrap();
+        assert_eq!(read_small(&link), None, "a symlink is not followed");
+        let fifo = t.path().join("fifo");
+        make_fifo(&fifo);
+        // With no writer, a blocking open would wait forever.
+        assert_eq!(read_small(&fifo).unwrap(), b"");
+        fs::write(&file, vec![b'x'; 10_000]).unwrap();
+        assert_eq!(read_small(&file).unwrap().len(), 8192, "at most 8 KiB");
+        assert_eq!(read_small(&t.path().join("none")), None);
+    }
+
+    #[test]
+    fn canonical_refuses_symlinks_and_dots() {
+        let t = tempfile::tempdir().unwrap();
+        let base = fs::canonicalize(t.path()).unwrap();
+        fs::create_dir(base.join("d")).unwrap();
+        std::os::unix::fs::symlink(base.join("d"), base.join("l")).unwrap();
+        assert!(is_canonical(&base.join("d")));
+        assert!(!is_canonical(&base.join("l")));
+        assert!(!is_canonical(&base.join("d/../d")));
+        assert!(!is_canonical(Path::new("d")));
+        assert!(lstat(&base.join("l")).is_some_and(|s| !s.is_dir()));
+    }
+
+    #[test]
+    fn birth_is_the_creation_time_when_the_filesystem_records_one() {
+        use std::time::{Duration, SystemTime, UNIX_EPOCH};
+        let ns = |t: SystemTime| t.duration_since(UNIX_EPOCH).unwrap().as_nanos() as u64;
+        let t = tempfile::tempdir().unwrap();
+        let f = t.path().join("f");
+        // The kernel stamps with its coarse clock, up to a tick behind.
+        let before = ns(SystemTime::now() - Duration::from_secs(1));
+        fs::write(&f, "x").unwrap();
+        let after = ns(SystemTime::now() + Duration::from_secs(1));
+        assert_eq!(birth(&None), None);
+        let meta = fs::symlink_metadata(&f).ok();
+        if meta.as_ref().unwrap().created().is_err() {
+            // No STATX_BTIME here: unknown, never a made-up time.
+            assert_eq!(birth(&meta), None);
+            return;
+        }
+        let b = birth(&meta).unwrap();
+        assert!(before <= b && b <= after, "{before} <= {b} <= {after}");
+    }
+
+    #[test]
+    fn stat_follows_a_symlink_and_lstat_and_fstat_see_what_they_are_given() {
+        let t = tempfile::tempdir().unwrap();
+        let base = fs::canonicalize(t.path()).unwrap();
+        fs::create_dir(base.join("d")).unwrap();
+        std::os::unix::fs::symlink(base.join("d"), base.join("l")).unwrap();
+        let d = lstat(&base.join("d")).unwrap();
+        assert!(d.is_dir());
+        assert_eq!(stat(&base.join("l")), Some(d));
+        assert_ne!(lstat(&base.join("l")), Some(d));
+        assert_eq!(stat(&base.join("missing")), None);
+        let fd = rustix::fs::open(
+            base.join("d"),
+            OFlags::RDONLY | OFlags::DIRECTORY,
+            Mode::empty(),
+        )
+        .unwrap();
+        assert_eq!(fstat_fd(&fd), Some(d));
+        assert_eq!(fstat(&fs::File::open(base.join("d")).unwrap()), Some(d));
+    }
+
+    #[test]
+    fn cwd_inside_compares_the_physical_current_directory() {
+        // Tests share one current directory (the crate's), never a temp dir.
+        let t = tempfile::tempdir().unwrap();
+        assert!(cwd_inside(Path::new("/")));
+        assert!(cwd_inside(&fs::canonicalize(".").unwrap()));
+        assert!(!cwd_inside(&fs::canonicalize(t.path()).unwrap()));
+    }
+
+    #[test]
+    fn traversable_by_others_needs_search_permission_on_every_ancestor() {
+        let t = tempfile::tempdir().unwrap();
+        let base = fs::canonicalize(t.path()).unwrap();
+        let open = base.join("open");
+        let closed = base.join("closed");
+        for (d, mode) in [(&open, 0o755), (&closed, 0o700)] {
+            fs::create_dir_all(d.join("wt")).unwrap();
+            fs::set_permissions(d, fs::Permissions::from_mode(mode)).unwrap();
+        }
+        fs::set_permissions(&base, fs::Permissions::from_mode(0o711)).unwrap();
+        // Only the ancestors count, not the worktree itself.
+        fs::set_permissions(open.join("wt"), fs::Permissions::from_mode(0o700)).unwrap();
+        let all_searchable = base
+            .ancestors()
+            .all(|a| fs::metadata(a).is_ok_and(|m| m.mode() & 0o011 != 0));
+        assert_eq!(traversable_by_others(&open.join("wt")), all_searchable);
+        assert!(!traversable_by_others(&closed.join("wt")));
+        fs::set_permissions(&closed, fs::Permissions::from_mode(0o710)).unwrap();
+        assert_eq!(traversable_by_others(&closed.join("wt")), all_searchable);
+        assert!(all_searchable, "the test needs a temp dir others can reach");
+    }
 
     fn kind_of(r: io::Result<Vec<u8>>) -> (io::ErrorKind, String) {
         let e = r.unwrap_err();

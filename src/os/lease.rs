@@ -33,7 +33,7 @@ pub fn create(path: &Path) -> Result<(File, FileId)> {
         .at_do("cannot create lease file", path)?;
     // The umask may have removed bits, never added them; fchmod makes it exact.
     rustix::fs::fchmod(&f, rustix::fs::Mode::from_raw_mode(0o600)).at_do("cannot chmod", path)?;
-    let seen = crate::os::walk::fstat(&f).ok_or_else(|| crate::error::Error::Io {
+    let seen = crate::os::fs::fstat(&f).ok_or_else(|| crate::error::Error::Io {
         action: "cannot fstat",
         path: path.to_path_buf(),
         source: std::io::Error::last_os_error(),
@@ -42,7 +42,7 @@ pub fn create(path: &Path) -> Result<(File, FileId)> {
         path: crate::paths::utf8(path)?,
         dev: seen.dev,
         ino: seen.ino,
-        btime: crate::os::walk::birth(&f.metadata().ok()),
+        btime: crate::os::fs::birth(&f.metadata().ok()),
     };
     Ok((f, id))
 }
@@ -52,7 +52,7 @@ pub fn create(path: &Path) -> Result<(File, FileId)> {
 /// through the descriptor. Returns a new open file description.
 pub fn open_checked(lease: &FileId, uid: u32) -> Result<File, Hold> {
     let path = lease.path();
-    plan::check_lease_seen(lease.id(), uid, crate::os::walk::lstat(&path))?;
+    plan::check_lease_seen(lease.id(), uid, crate::os::fs::lstat(&path))?;
     let f = fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
@@ -63,7 +63,7 @@ pub fn open_checked(lease: &FileId, uid: u32) -> Result<File, Hold> {
                 format!("cannot open lease file `{}`: {e}", path.display()),
             )
         })?;
-    plan::check_lease_seen(lease.id(), uid, crate::os::walk::fstat(&f))?;
+    plan::check_lease_seen(lease.id(), uid, crate::os::fs::fstat(&f))?;
     if !lease.same_birth(&f.metadata().ok()) {
         return Err(Hold::new(
             plan::HoldReason::LeaseIdentity,
@@ -112,11 +112,11 @@ pub fn try_exclusive(f: &File) -> LockOutcome {
 /// open file holding the exclusive lock; closing it releases the lock.
 pub fn try_exclusive_checked(lease: &FileId, uid: u32) -> Result<File, Hold> {
     let path = lease.path();
-    let before = crate::os::walk::lstat(&path);
+    let before = crate::os::fs::lstat(&path);
     let f = open_checked(lease, uid)?;
     let outcome = try_exclusive(&f);
-    let fd_after = crate::os::walk::fstat(&f);
-    let name_after = crate::os::walk::lstat(&path);
+    let fd_after = crate::os::fs::fstat(&f);
+    let name_after = crate::os::fs::lstat(&path);
     plan::gate_lease(lease.id(), uid, before, &outcome, fd_after, name_after)?;
     Ok(f)
 }

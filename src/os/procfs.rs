@@ -434,7 +434,7 @@ impl<'a> Tree<'a> {
 /// it. `strict` is `process_audit = "strict"` (`LEASE_PROCESS_AUDIT=strict`).
 pub fn audit(wt: &Path, inv: &Inventory, lease: Option<Id>, strict: bool) -> ProcEvidence {
     let mut ev = ProcEvidence {
-        traversable: crate::os::walk::traversable_by_others(wt),
+        traversable: crate::os::fs::traversable_by_others(wt),
         strict,
         ..ProcEvidence::default()
     };
@@ -796,7 +796,7 @@ mod tests {
         for strict in [false, true] {
             let ev = audit(&wt, &inv, None, strict);
             assert_eq!(ev.strict, strict);
-            assert_eq!(ev.traversable, crate::os::walk::traversable_by_others(&wt));
+            assert_eq!(ev.traversable, crate::os::fs::traversable_by_others(&wt));
         }
         let open = wt.join("open");
         fs::create_dir(&open).unwrap();

@@ -230,7 +230,7 @@ fn lease_file_free(path: &Path) -> Result<fs::File, String> {
         crate::plan::LockOutcome::Busy => return Err("its lease is held".into()),
         crate::plan::LockOutcome::Error(e) => return Err(format!("cannot lock it: {e}")),
     }
-    let seen = crate::os::walk::fstat(&f).ok_or("cannot fstat it")?;
+    let seen = crate::os::fs::fstat(&f).ok_or("cannot fstat it")?;
     let (pids, _) = crate::os::procfs::holders((seen.dev, seen.ino));
     if !pids.is_empty() {
         return Err(format!(
@@ -241,7 +241,7 @@ fn lease_file_free(path: &Path) -> Result<fs::File, String> {
                 .join(", ")
         ));
     }
-    match crate::os::walk::lstat(path) {
+    match crate::os::fs::lstat(path) {
         Some(n) if (n.dev, n.ino) == (seen.dev, seen.ino) => Ok(f),
         _ => Err("it was replaced while being checked".into()),
     }

@@ -462,8 +462,8 @@ pub(super) fn bundle_changed(a: &Archive, file: Option<&fs::File>) -> Option<Hol
     if fd_sha256(&mut f).ok().as_deref() != Some(a.sha256.as_str()) {
         return changed("changed");
     }
-    let by_fd = crate::os::walk::fstat(file).map(|s| (s.dev, s.ino));
-    let by_name = crate::os::walk::lstat(Path::new(&a.location)).map(|s| (s.dev, s.ino));
+    let by_fd = crate::os::fs::fstat(file).map(|s| (s.dev, s.ino));
+    let by_name = crate::os::fs::lstat(Path::new(&a.location)).map(|s| (s.dev, s.ino));
     if by_fd.is_none() || by_fd != by_name {
         return changed("was replaced");
     }
@@ -479,7 +479,7 @@ pub(super) fn archive_outside(
 ) -> Result<(), Hold> {
     let dir = root.archives();
     for a in dir.ancestors() {
-        if let Some(s) = crate::os::walk::stat(a)
+        if let Some(s) = crate::os::fs::stat(a)
             && inv.dirs.contains(&(s.dev, s.ino))
         {
             return Err(Hold::new(
