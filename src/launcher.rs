@@ -463,7 +463,7 @@ fn create(reg: &Registry, git: &Git, req: &ExecRequest, session: Session) -> Res
             common.display()
         )));
     }
-    let base = git::first_line(&base.stdout);
+    let base = git::parse::first_line(&base.stdout);
     let id = crate::registry::new_id()?;
     let branch = req
         .branch
@@ -1277,7 +1277,7 @@ fn head_of(git: &Git, common: &Path, worktree: &Path) -> Option<String> {
                 .output()
                 .ok()
                 .filter(|o| o.ok)
-                .map(|o| git::first_line(&o.stdout))
+                .map(|o| git::parse::first_line(&o.stdout))
         }),
     }
 }

@@ -520,7 +520,7 @@ impl Reaper<'_> {
         let out = rg.worktree_list(repo)?;
         let bytes = path.as_os_str().as_bytes();
         Ok(Some(
-            git::parse_worktrees(&out)
+            git::parse::parse_worktrees(&out)
                 .iter()
                 .skip(1)
                 .any(|e| e.path == bytes),

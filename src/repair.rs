@@ -217,7 +217,7 @@ fn candidate_repos(reg: Option<&Registry>, git: &Git) -> Result<Vec<PathBuf>> {
         && out.ok
     {
         let p = PathBuf::from(std::ffi::OsStr::from_bytes(
-            git::first_line(&out.stdout).as_bytes(),
+            git::parse::first_line(&out.stdout).as_bytes(),
         ));
         if let Ok(p) = fs::canonicalize(&p)
             && !repos.contains(&p)
@@ -493,7 +493,7 @@ fn unique_commits(git: &Git, plan: &RepairPlan) -> Result<(Option<String>, Vec<S
         .args(["rev-parse", "--verify", "-q"])
         .arg(format!("{head_ref}^{{commit}}"))
         .output()?;
-    let head = head.ok.then(|| git::first_line(&head.stdout));
+    let head = head.ok.then(|| git::parse::first_line(&head.stdout));
     let mut tips: Vec<String> = head.iter().cloned().collect();
     let private = rg
         .cmd(common)
@@ -506,13 +506,13 @@ fn unique_commits(git: &Git, plan: &RepairPlan) -> Result<(Option<String>, Vec<S
             "refs/rewritten/",
         ])
         .probe()?;
-    tips.extend(git::parse_oids(&private));
+    tips.extend(git::parse::parse_oids(&private));
     let reflog = rg
         .cmd(common)
         .args(["reflog", "show", "--format=%H", &head_ref, "--"])
         .output()?;
     if reflog.ok {
-        tips.extend(git::parse_oids(&reflog.stdout));
+        tips.extend(git::parse::parse_oids(&reflog.stdout));
     }
     tips.sort();
     tips.dedup();
@@ -523,7 +523,7 @@ fn unique_commits(git: &Git, plan: &RepairPlan) -> Result<(Option<String>, Vec<S
     c.arg("rev-list")
         .args(&tips)
         .args(["--not", "--branches", "--tags", "--remotes", "--"]);
-    Ok((head, git::parse_oids(&c.probe()?)))
+    Ok((head, git::parse::parse_oids(&c.probe()?)))
 }
 
 /// Carries out a plan without refusals: checks it again, removes the one
@@ -588,7 +588,7 @@ pub fn apply(reg: Option<&Registry>, git: &Git, plan: RepairPlan) -> Result<Repa
     let admin_gone =
         fs::symlink_metadata(&plan.admin_dir).is_err_and(|e| e.kind() == ErrorKind::NotFound);
     let list = rg.worktree_list(&plan.common)?;
-    let listed = git::parse_worktrees(&list)
+    let listed = git::parse::parse_worktrees(&list)
         .iter()
         .any(|e| e.path == plan.target.as_os_str().as_bytes());
     if !out.ok || !admin_gone || listed {

@@ -168,7 +168,7 @@ fn verify_bundle_of(reg: &Registry, rg: &RepoGit, rec: &Record, a: &Archive) -> 
             )));
         }
     }
-    let fmt = git::first_line(
+    let fmt = git::parse::first_line(
         &rg.cmd(&repo)
             .args(["rev-parse", "--show-object-format"])
             .run()?,
@@ -244,7 +244,7 @@ fn branch_tip(rg: &RepoGit, repo: &Path, name: &str) -> Result<Option<String>> {
         .args(["rev-parse", "--verify", "-q"])
         .arg(format!("refs/heads/{name}^{{commit}}"))
         .output()?;
-    Ok(out.ok.then(|| git::first_line(&out.stdout)))
+    Ok(out.ok.then(|| git::parse::first_line(&out.stdout)))
 }
 
 /// Chooses the branch: the demanded or archived name if it is missing or
@@ -300,7 +300,7 @@ fn choose_branch(
 /// The short names of the branches checked out in some worktree.
 fn checked_out(rg: &RepoGit, repo: &Path) -> Result<Vec<String>> {
     let list = rg.worktree_list(repo)?;
-    Ok(git::parse_worktrees(&list)
+    Ok(git::parse::parse_worktrees(&list)
         .into_iter()
         .filter_map(|e| e.branch)
         .map(|b| String::from_utf8_lossy(b.strip_prefix(b"refs/heads/").unwrap_or(&b)).into_owned())
@@ -395,7 +395,7 @@ pub fn restore(req: &RestoreRequest) -> Result<RestoreReport> {
             &format!("{fetched}^{{commit}}"),
         ])
         .run()
-        .map(|o| git::first_line(&o))?;
+        .map(|o| git::parse::first_line(&o))?;
     if at != tip {
         return Err(Error::refused(
             HoldReason::ArchiveUnverified,
@@ -411,7 +411,7 @@ pub fn restore(req: &RestoreRequest) -> Result<RestoreReport> {
         &tip,
         &rec.id,
     )?;
-    let head = git::first_line(
+    let head = git::parse::first_line(
         &rg.cmd(&wt)
             .args(["rev-parse", "--verify", "-q", "HEAD^{commit}"])
             .run()?,
@@ -514,7 +514,7 @@ fn unreachable_tips(
             .arg("--not")
             .args(&heads)
             .arg("--");
-        let unreached = git::parse_oids(&c.probe()?);
+        let unreached = git::parse::parse_oids(&c.probe()?);
         missing.extend(present.into_iter().filter(|t| unreached.contains(t)));
     }
     Ok(missing)

@@ -610,7 +610,9 @@ impl Engine {
             .cmd(&held.wt)
             .args(["ls-files", "-v", "-s", "-z"])
             .probe()?;
-        if let Err(holds) = plan::gate_inventory(&held.inventory, &git::parse_gitlinks(&listed)) {
+        if let Err(holds) =
+            plan::gate_inventory(&held.inventory, &git::parse::parse_gitlinks(&listed))
+        {
             return Ok(Err(holds));
         }
         // One index listing serves the walk's gitlinks and the hidden entries.
@@ -731,9 +733,9 @@ impl Engine {
             Some(l) => l,
             None => rg.cmd(wt).args(["ls-files", "-v", "-s", "-z"]).probe()?,
         };
-        let status = git::parse_status(&status);
+        let status = git::parse::parse_status(&status);
         let mut hidden = Vec::new();
-        for e in git::parse_hidden(&listed) {
+        for e in git::parse::parse_hidden(&listed) {
             if !self.hidden_entry_matches(rg, wt, &e)? {
                 hidden.push(e);
             }
@@ -802,7 +804,7 @@ impl Engine {
         &self,
         rg: &RepoGit,
         wt: &Path,
-        e: &git::HiddenEntry,
+        e: &git::parse::HiddenEntry,
     ) -> Result<bool> {
         let path = wt.join(std::ffi::OsStr::from_bytes(&e.path));
         let Ok(f) = fs::OpenOptions::new()
@@ -823,14 +825,19 @@ impl Engine {
             .arg(std::ffi::OsString::from_vec(arg))
             .stdin(f)
             .run()?;
-        Ok(git::first_line(&out) == e.oid)
+        Ok(git::parse::first_line(&out) == e.oid)
     }
 
     /// Returns true if the file behind a skip-worktree or assume-unchanged
     /// entry is absent (sparse checkout) or equal to the index: a regular file
     /// hashed as a blob from an `O_NOFOLLOW|O_NONBLOCK` descriptor, a symlink
     /// compared by its link text. Anything else does not match.
-    fn hidden_entry_matches(&self, rg: &RepoGit, wt: &Path, e: &git::HiddenEntry) -> Result<bool> {
+    fn hidden_entry_matches(
+        &self,
+        rg: &RepoGit,
+        wt: &Path,
+        e: &git::parse::HiddenEntry,
+    ) -> Result<bool> {
         let path = wt.join(std::ffi::OsStr::from_bytes(&e.path));
         let meta = match fs::symlink_metadata(&path) {
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(true),
@@ -854,7 +861,7 @@ impl Engine {
                 .args(["hash-object", "--no-filters", "--stdin"])
                 .stdin(f)
                 .run()?;
-            Ok(git::first_line(&oid) == e.oid && e.mode.starts_with("100"))
+            Ok(git::parse::first_line(&oid) == e.oid && e.mode.starts_with("100"))
         } else if meta.file_type().is_symlink() {
             let text = fs::read_link(&path).at(&path)?;
             let blob = rg.cmd(wt).args(["cat-file", "blob", &e.oid]).run()?;
@@ -903,7 +910,7 @@ impl Engine {
             .args(["for-each-ref", "--format=%(objectname) %(refname)"])
             .args(PRIVATE_REFS)
             .probe()?;
-        for (oid, name) in git::parse_heads(&refs) {
+        for (oid, name) in git::parse::parse_heads(&refs) {
             let rest = name.strip_prefix("refs/").unwrap_or(&name);
             tips.push((format!("refs/lease/{}/private/{rest}", rec.id), oid));
         }
@@ -915,7 +922,7 @@ impl Engine {
         if orig.ok {
             tips.push((
                 format!("refs/lease/{}/orig-head", rec.id),
-                git::first_line(&orig.stdout),
+                git::parse::first_line(&orig.stdout),
             ));
         }
         // Every commit a reflog of this worktree mentions, old and new side
@@ -926,7 +933,10 @@ impl Engine {
             .args(["rev-list", "--single-worktree", "--reflog", "--no-walk"])
             .output()?;
         if reflog.ok {
-            for (n, oid) in git::parse_oids(&reflog.stdout).into_iter().enumerate() {
+            for (n, oid) in git::parse::parse_oids(&reflog.stdout)
+                .into_iter()
+                .enumerate()
+            {
                 tips.push((format!("refs/lease/{}/reflog/{n}", rec.id), oid));
             }
         }
@@ -978,7 +988,7 @@ impl Engine {
                 c.args(["--branches", "--tags", "--remotes", "--glob=refs/stash"]);
             }
             c.arg("--");
-            Ok(git::parse_oids(&c.probe()?))
+            Ok(git::parse::parse_oids(&c.probe()?))
         };
         let mut unique = not_durable(&head_tip, false)?;
         for oid in not_durable(&private, true)? {
@@ -1012,7 +1022,7 @@ impl Engine {
         {
             return Ok(h.unwrap_or_default());
         }
-        Ok(git::first_line(
+        Ok(git::parse::first_line(
             &held
                 .rg
                 .cmd(&held.wt)
@@ -1274,7 +1284,7 @@ pub(crate) fn trusted_remote(
         .args(["for-each-ref", "--format=%(upstream:remotename)"])
         .arg(format!("refs/heads/{b}"))
         .probe()?;
-    Ok(Some(git::first_line(&up)).filter(|r| !r.is_empty() && remotes.contains(r)))
+    Ok(Some(git::parse::first_line(&up)).filter(|r| !r.is_empty() && remotes.contains(r)))
 }
 
 /// The trusted remote's default-branch tracking ref and its commit (SPEC
@@ -1293,7 +1303,9 @@ pub(crate) fn durable_ref(
         // A symbolic tracking ref counts only if it stays among the
         // remote's own tracking refs (not, say, `refs/worktree/wip`).
         let sym = rg.cmd(common).args(["symbolic-ref", "-q", &r]).output()?;
-        if sym.ok && !git::first_line(&sym.stdout).starts_with(&format!("refs/remotes/{remote}/")) {
+        if sym.ok
+            && !git::parse::first_line(&sym.stdout).starts_with(&format!("refs/remotes/{remote}/"))
+        {
             continue;
         }
         let out = rg
@@ -1302,7 +1314,7 @@ pub(crate) fn durable_ref(
             .arg(format!("{r}^{{commit}}"))
             .output()?;
         if out.ok {
-            return Ok(Some((r, git::first_line(&out.stdout))));
+            return Ok(Some((r, git::parse::first_line(&out.stdout))));
         }
     }
     Ok(None)

@@ -27,7 +27,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use crate::git::WorktreeEntry;
+use crate::git::parse::WorktreeEntry;
 
 /// The object id git prints for an unborn branch.
 const ZERO: &str = "0000000000000000000000000000000000000000";

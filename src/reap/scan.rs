@@ -253,7 +253,7 @@ fn scan_registrations(
             return;
         }
     };
-    for e in git::parse_worktrees(&list).iter().skip(1) {
+    for e in git::parse::parse_worktrees(&list).iter().skip(1) {
         if e.bare || claimed.contains(&e.path) {
             continue;
         }

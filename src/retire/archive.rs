@@ -98,7 +98,7 @@ impl Engine {
             .cmd(&repo)
             .args(["rev-parse", "--show-object-format"])
             .run()
-            .map(|o| git::first_line(&o))
+            .map(|o| git::parse::first_line(&o))
             .map_err(|e| unarchived("cannot read the object format", &e))?;
         let dir = root.archives().join(&rec.id);
         crate::paths::make_private_dir(&dir).map_err(|e| unarchived("cannot create", &e))?;

@@ -49,7 +49,7 @@ impl Engine {
                 detail: "the branch no longer exists".into(),
             }));
         }
-        let tip = git::first_line(&out.stdout);
+        let tip = git::parse::first_line(&out.stdout);
         let kept = |h: Hold| BranchCleanup {
             name: name.clone(),
             old_tip: Some(tip.clone()),
@@ -58,7 +58,7 @@ impl Engine {
             detail: h.detail,
         };
         let list = rg.worktree_list(&repo)?;
-        let checked_out: Vec<String> = git::parse_worktrees(&list)
+        let checked_out: Vec<String> = git::parse::parse_worktrees(&list)
             .into_iter()
             .filter_map(|e| e.branch)
             .map(|b| {
@@ -80,7 +80,7 @@ impl Engine {
                 }
             }
             c.arg("--");
-            let unproven = git::parse_oids(&c.probe()?);
+            let unproven = git::parse::parse_oids(&c.probe()?);
             if let Err(h) = plan::gate_branch_proven(&name, &tip, &unproven) {
                 kept(h)
             } else {

@@ -10,7 +10,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use lease::git::libgit2::{Reader, common_of_linked, unsupported};
-use lease::git::{WorktreeEntry, parse_worktrees};
+use lease::git::parse::{WorktreeEntry, parse_worktrees};
 
 use crate::support::{TestEnv, root_or_skip, skip};
 
