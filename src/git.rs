@@ -18,6 +18,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::error::{Error, Result};
 
+pub mod admin;
 pub mod libgit2;
 pub mod ops;
 pub mod parse;

@@ -513,7 +513,7 @@ fn create(reg: &Registry, git: &Git, req: &ExecRequest, session: Session) -> Res
     crate::os::fault::point("exec-leased");
     let wt = repo_root.join(&id);
     let creation = creation_lock(reg, &common);
-    let reason = git::ops::lock_reason(&id, reg.root().path());
+    let reason = git::admin::lock_reason(&id, reg.root().path());
     // `_held` keeps the lock open until `git worktree add` returned.
     let added = creation.and_then(|_held| {
         add_worktree(&rg, AddConfig::User, &common, &wt, &branch, &base, &reason)
@@ -609,7 +609,7 @@ pub fn create_restored(
         r.lease = Some(lease);
         Ok(())
     })?;
-    let reason = git::ops::lock_reason(&id, reg.root().path());
+    let reason = git::admin::lock_reason(&id, reg.root().path());
     let added = creation_lock(reg, common).and_then(|_held| {
         occupied()?;
         add_worktree(
@@ -930,7 +930,7 @@ fn adopt(
         Ok(())
     })?;
     crate::os::fault::point("adopt-leased");
-    let reason = git::ops::lock_reason(&id, reg.root().path());
+    let reason = git::admin::lock_reason(&id, reg.root().path());
     if let Err(e) = git::ops::worktree_lock(&rg, &common, &wt, &reason) {
         abandon(reg, &id, &e.to_string());
         return Err(e);
@@ -969,7 +969,7 @@ fn check_no_bad_record_names(loaded: &[crate::registry::Loaded], wt: &Path) -> R
 /// worktree list`, `None` when unlocked.
 fn check_adoptable_lock(locked: Option<&str>, wt: &Path, state_root: &Path) -> Result<()> {
     // No record exists yet, so no lock can be this record's own.
-    match git::ops::classify_lock(locked, "", state_root) {
+    match git::admin::classify_lock(locked, "", state_root) {
         crate::plan::LockSeen::Unlocked => Ok(()),
         crate::plan::LockSeen::Lease { id, root } => {
             let h = crate::plan::leased_elsewhere(&id, &root);
@@ -1268,7 +1268,7 @@ fn run(reg: &Registry, git: Git, p: Prepared, req: &ExecRequest) -> Result<ExecR
 /// neither can tell.
 fn head_of(git: &Git, common: &Path, worktree: &Path) -> Option<String> {
     match crate::git::libgit2::Reader::open(common)
-        .and_then(|r| r.head_commit(&crate::retire::linked_admin(common, worktree)?))
+        .and_then(|r| r.head_commit(&crate::git::admin::linked_admin(common, worktree)?))
     {
         Some(h) => h,
         None => git.repo(common).ok().and_then(|rg| {

@@ -479,8 +479,8 @@ impl Reaper<'_> {
             );
             return Ok(());
         }
-        let reason = git::ops::lock_reason(&rec.id, self.reg.root().path());
-        let locked_file = crate::retire::linked_admin(repo, &path).map(|a| a.join("locked"));
+        let reason = git::admin::lock_reason(&rec.id, self.reg.root().path());
+        let locked_file = crate::git::admin::linked_admin(repo, &path).map(|a| a.join("locked"));
         let added = self.reg.update(&rec.id, |r| {
             // Under the record's lock: a retire that turned it `retiring`
             // may have taken the lock off; one that refused may have just

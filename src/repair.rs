@@ -319,7 +319,7 @@ pub fn plan(reg: Option<&Registry>, git: &Git, path: &Path) -> Result<RepairPlan
         let reason = String::from_utf8_lossy(&reason).into_owned();
         let id = record.as_ref().map_or("", |r| r.id.as_str());
         let root = reg.map_or(Path::new("/"), |r| r.root().path());
-        match git::ops::classify_lock(Some(&reason), id, root) {
+        match git::admin::classify_lock(Some(&reason), id, root) {
             crate::plan::LockSeen::Ours => {
                 plan.own_lock = true;
                 plan.steps.push(format!(
@@ -599,7 +599,7 @@ pub fn apply(reg: Option<&Registry>, git: &Git, plan: RepairPlan) -> Result<Repa
             if listed { "present" } else { "gone" }
         );
         if let (true, true, Some(reg), Some(id)) = (plan.own_lock, listed, reg, &plan.record) {
-            let reason = git::ops::lock_reason(id, reg.root().path());
+            let reason = git::admin::lock_reason(id, reg.root().path());
             if let Err(e) = git::ops::worktree_lock(&rg, &plan.common, &plan.target, &reason) {
                 detail.push_str(&format!("; lease's lock could not be put back ({e})"));
             }

@@ -24,6 +24,7 @@ use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, IoResultExt, Result};
+use crate::git::admin::{PRIVATE_REFS, linked_admin};
 use crate::git::{self, Git, RepoGit};
 use crate::plan::{self, Disposition, Hold, HoldReason, StateGate};
 use crate::registry::{Archive, Loaded, Record, Registry, State, Tombstone};
@@ -47,9 +48,6 @@ const OPS: &[&str] = &[
     "rebase-apply",
     "index.lock",
 ];
-
-/// Per-worktree ref namespaces git deletes with the worktree (git-worktree(1) REFS).
-const PRIVATE_REFS: &[&str] = &["refs/worktree/", "refs/bisect/", "refs/rewritten/"];
 
 /// Where gate 6 archives commits that are not durable (`--archive`).
 #[derive(
@@ -695,7 +693,7 @@ impl Engine {
                 seen: crate::os::fs::lstat(wt),
                 canonical: crate::os::fs::is_canonical(wt),
                 linked_back: admin.is_some(),
-                lock: git::ops::classify_lock(
+                lock: git::admin::classify_lock(
                     mine.and_then(|e| e.locked.as_deref()),
                     id,
                     self.reg.root().path(),
@@ -1153,7 +1151,7 @@ impl Engine {
                         &held.rg,
                         &repo,
                         &held.wt,
-                        &git::ops::lock_reason(&id, self.reg.root().path()),
+                        &git::admin::lock_reason(&id, self.reg.root().path()),
                     )
                 {
                     detail.push_str(&format!(
@@ -1214,7 +1212,7 @@ impl Engine {
             return Ok(false);
         };
         let reason = String::from_utf8_lossy(&reason);
-        let lock = git::ops::classify_lock(Some(&reason), &held.rec.id, self.reg.root().path());
+        let lock = git::admin::classify_lock(Some(&reason), &held.rec.id, self.reg.root().path());
         if lock != plan::LockSeen::Ours {
             return Ok(false);
         }
@@ -1334,28 +1332,6 @@ struct Reach {
     confirmed: usize,
 }
 
-/// Returns the admin directory if `<wt>/.git` is a regular file naming
-/// `<repo>/worktrees/<name>` whose `gitdir` file names `<wt>/.git`.
-pub fn linked_admin(repo: &Path, wt: &Path) -> Option<PathBuf> {
-    let dotgit = wt.join(".git");
-    if !fs::symlink_metadata(&dotgit).ok()?.file_type().is_file() {
-        return None;
-    }
-    let text = crate::os::fs::read_small(&dotgit)?;
-    let admin = PathBuf::from(std::ffi::OsStr::from_bytes(text.strip_prefix(b"gitdir: ")?));
-    let admin = if admin.is_absolute() {
-        admin
-    } else {
-        wt.join(admin)
-    };
-    let admin = fs::canonicalize(&admin).ok()?;
-    if admin.parent()? != repo.join("worktrees") {
-        return None;
-    }
-    let back = crate::os::fs::read_small(&admin.join("gitdir"))?;
-    let back = PathBuf::from(std::ffi::OsStr::from_bytes(&back));
-    (back == dotgit).then_some(admin)
-}
 /// Free bytes for unprivileged users on the filesystem of `path` (statvfs(3)
 /// `f_bavail * f_frsize`), 0 if unknown.
 pub fn free_bytes(path: &Path) -> u64 {

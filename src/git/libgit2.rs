@@ -125,7 +125,7 @@ pub fn common_of_linked(wt: &Path) -> Option<PathBuf> {
     let admin = fs::canonicalize(wt.join(admin)).ok()?;
     let common = read_git_file(&admin.join("commondir")).ok()?;
     let common = fs::canonicalize(admin.join(OsStr::from_bytes(trim_end(&common)))).ok()?;
-    let back = crate::retire::linked_admin(&common, wt)?;
+    let back = crate::git::admin::linked_admin(&common, wt)?;
     (back == admin && owned(&admin)).then_some(common)
 }
 

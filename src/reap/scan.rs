@@ -340,7 +340,7 @@ fn add_orphan(
 /// names a lease record (of any state root), or one a corrupt, unreadable
 /// or newer-schema record of this state root may name. `None` for any other.
 fn not_adoptable(locked: Option<&str>, loaded: &[Loaded], path: &Path) -> Option<String> {
-    if let Some((id, root)) = locked.and_then(git::ops::parse_lock_reason) {
+    if let Some((id, root)) = locked.and_then(git::admin::parse_lock_reason) {
         return Some(format!(
             "git's lock names lease record {id} of state root `{root}`: see it there (`LEASE_HOME={} lease show {id}`); never adopt it here",
             crate::plan::shell_quote(&root)

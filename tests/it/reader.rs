@@ -52,7 +52,7 @@ fn assert_agree(env: &TestEnv, common: &Path) -> Vec<WorktreeEntry> {
             &["rev-parse", "--verify", "-q", "HEAD^{commit}"].map(OsStr::new),
         );
         let cli_head = ok.then(|| String::from_utf8(out).unwrap().trim().to_string());
-        let admin = lease::retire::linked_admin(common, &wt).expect("linked");
+        let admin = lease::git::admin::linked_admin(common, &wt).expect("linked");
         assert_eq!(
             reader.head_commit(&admin),
             Some(cli_head),
@@ -150,7 +150,7 @@ fn reader_and_cli_agree_on_awkward_worktrees() {
     assert!(!common.join("refs/heads/topic").exists(), "topic is packed");
     assert_agree(&env, &common);
     // A symlinked HEAD (core.preferSymlinkRefs) is left to the CLI.
-    let admin = lease::retire::linked_admin(&common, &d).unwrap();
+    let admin = lease::git::admin::linked_admin(&common, &d).unwrap();
     let oid = fs::read_to_string(admin.join("HEAD")).unwrap();
     fs::write(common.join("refs/heads/via-link"), &oid).unwrap();
     fs::remove_file(admin.join("HEAD")).unwrap();
