@@ -22,6 +22,7 @@ pub mod admin;
 pub mod libgit2;
 pub mod ops;
 pub mod parse;
+pub mod refs;
 
 use parse::{
     WorktreeEntry, first_line, parse_filter_attrs, parse_filter_drivers, parse_ls_remote,

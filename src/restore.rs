@@ -480,7 +480,7 @@ fn unreachable_tips(
     rec: &Record,
     tips: &[String],
 ) -> Result<Vec<String>> {
-    let Some(remote) = crate::retire::trusted_remote(rg, repo, rec.branch.as_deref())? else {
+    let Some(remote) = crate::git::refs::trusted_remote(rg, repo, rec.branch.as_deref())? else {
         return Ok(tips.to_vec());
     };
     let url = rg.remote_url(repo, &remote)?;

@@ -307,7 +307,7 @@ impl Reader {
         }
     }
 
-    /// Gate 6's durable ref, as `retire::durable_ref` finds it with the CLI,
+    /// Gate 6's durable ref, as [`crate::git::refs::durable_ref`] finds it with the CLI,
     /// for a repository with an `origin` remote in its config:
     /// `refs/remotes/origin/{HEAD,main,master}`, the first that resolves to
     /// a commit (a symbolic one only if it stays under
