@@ -1,5 +1,10 @@
-//! The only way lease reaches git: a sanitized command builder (SPEC
-//! "Sanitized git"), typed probes, and pure parsers of `-z` output.
+//! The only way lease reaches git: the sanitized command builder (SPEC
+//! "Sanitized git"). Nothing outside `git/` builds a git command
+//! (`scripts/forbid.sh`): [`ops`] has one typed function per git
+//! subcommand lease runs, [`parse`] the pure parsers of their output,
+//! [`refs`] the trusted remote and the durable ref, [`admin`] what lease
+//! reads of a worktree's admin directory, and [`libgit2`] the in-process
+//! reads that stand in for some of them.
 //!
 //! Every probe runs the git binary resolved once, with an empty environment
 //! plus an allowlist, no system or global config, every program-running
@@ -24,10 +29,7 @@ pub mod ops;
 pub mod parse;
 pub mod refs;
 
-use parse::{
-    WorktreeEntry, first_line, parse_filter_attrs, parse_filter_drivers, parse_ls_remote,
-    parse_process_drivers, parse_user_filter, parse_version, parse_worktrees,
-};
+use parse::{parse_filter_drivers, parse_process_drivers, parse_user_filter, parse_version};
 
 /// The oldest git lease accepts: `git worktree list -z` arrived in 2.36.
 pub const MIN_GIT: (u32, u32) = (2, 36);
@@ -545,15 +547,6 @@ impl Git {
     }
 }
 
-/// Like [`RepoGit::worktrees`] without a [`RepoGit`]: the filter config is
-/// read (one more git) only if the CLI has to list.
-pub fn worktrees(git: &Git, common: &Path) -> Result<Vec<WorktreeEntry>> {
-    if let Some(v) = crate::git::libgit2::Reader::open(common).and_then(|r| r.worktrees()) {
-        return Ok(v);
-    }
-    git.repo(common)?.worktrees(common)
-}
-
 /// A sanitized git bound to one repository's filter-driver overrides, and
 /// optionally pinned to one worktree.
 #[derive(Debug, Clone)]
@@ -584,98 +577,6 @@ impl RepoGit {
         c
     }
 
-    /// Returns the raw output of `git worktree list --porcelain -z` run in
-    /// `dir`. A concurrent `git worktree add` (ours are serialized, a
-    /// user's may not be) can be caught with its admin directory half
-    /// written (`failed to read worktrees/<id>/commondir`); the listing is
-    /// then retried, at most twice, a few milliseconds later.
-    pub fn worktree_list(&self, dir: &Path) -> Result<Vec<u8>> {
-        let mut last = None;
-        for attempt in 0..3u64 {
-            if attempt > 0 {
-                std::thread::sleep(std::time::Duration::from_millis(20 * attempt));
-            }
-            match self
-                .cmd(dir)
-                .args(["worktree", "list", "--porcelain", "-z"])
-                .probe()
-            {
-                Ok(out) => return Ok(out),
-                Err(e) => last = Some(e),
-            }
-        }
-        Err(last.expect("three attempts ran"))
-    }
-
-    /// The fetch URL of remote `name` as git resolves it (`url.*.insteadOf`
-    /// applied), for fetch, ls-remote and push by URL. Refused
-    /// (`archive-push-failed`) when the repository configures any
-    /// `url.*.pushInsteadOf`: a push could then go elsewhere than the
-    /// readback, and nothing would be proven.
-    pub fn remote_url(&self, common: &Path, name: &str) -> Result<String> {
-        let rewrites = self
-            .cmd(common)
-            .args(["config", "-z", "--get-regexp", r"^url\..*\.pushinsteadof$"])
-            .output()?;
-        if rewrites.ok {
-            return Err(Error::refused(
-                crate::plan::HoldReason::ArchivePushFailed,
-                "the repository configures url.*.pushInsteadOf; a push could reach another repository than the readback",
-            ));
-        }
-        if rewrites.code != Some(1) {
-            return Err(rewrites.error());
-        }
-        let out = self
-            .cmd(common)
-            .args(["remote", "get-url", "--", name])
-            .run()?;
-        let url = first_line(&out);
-        if url.is_empty() {
-            return Err(Error::refused(
-                crate::plan::HoldReason::ArchivePushFailed,
-                format!("remote `{name}` has no URL"),
-            ));
-        }
-        Ok(url)
-    }
-
-    /// `git ls-remote` by URL with an explicit `--upload-pack` (SPEC
-    /// "durable": a repo-configured `uploadpack` cannot be overridden with
-    /// `-c`; for a local remote, the sanitized far side of
-    /// [`Git::far_side`]), returning `(oid, ref)` pairs. `patterns` are passed as they
-    /// are (git matches them against the ends of ref names).
-    pub fn ls_remote(
-        &self,
-        dir: &Path,
-        url: &str,
-        patterns: &[&str],
-    ) -> Result<Vec<(String, String)>> {
-        let out = self
-            .cmd(dir)
-            .arg("ls-remote")
-            .arg(format!(
-                "--upload-pack={}",
-                self.git.far_side(url, "upload-pack")
-            ))
-            .arg("--")
-            .arg(url)
-            .args(patterns)
-            .run()?;
-        Ok(parse_ls_remote(&out))
-    }
-
-    /// The worktrees of the repository whose common git dir is `common`, as
-    /// [`parse_worktrees`] reads `git worktree list`: read in process by
-    /// [`crate::git::libgit2`] where libgit2 reads the repository as git does,
-    /// else by the CLI.
-    pub fn worktrees(&self, common: &Path) -> Result<Vec<WorktreeEntry>> {
-        if let Some(v) = crate::git::libgit2::Reader::open(common).and_then(|r| r.worktrees()) {
-            return Ok(v);
-        }
-        Ok(parse_worktrees(&self.worktree_list(common)?))
-    }
-
     /// Lets the drivers of `trusted` run as the user's config defines them
     /// (SPEC "Truthful content probes"); the rest stay neutralized. A
     /// driver the user defines with `clean` only, while the repository's
@@ -694,27 +595,6 @@ impl RepoGit {
     /// The trusted drivers this git runs.
     pub fn trusted(&self) -> &[TrustedFilter] {
         &self.trusted
-    }
-
-    /// Returns the `filter` attribute of each of `paths` (relative to the
-    /// top of worktree `wt`) that names a driver, as `(path, driver)`:
-    /// `git check-attr -z --stdin filter`, which reads `.gitattributes`
-    /// files and `info/attributes` and runs nothing.
-    pub fn filter_attrs(&self, wt: &Path, paths: &[Vec<u8>]) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
-        if paths.is_empty() {
-            return Ok(Vec::new());
-        }
-        let mut input = Vec::new();
-        for p in paths {
-            input.extend_from_slice(p);
-            input.push(0);
-        }
-        let out = self
-            .cmd(wt)
-            .args(["check-attr", "-z", "--stdin", "filter"])
-            .input(input)
-            .probe()?;
-        Ok(parse_filter_attrs(&out))
     }
 
     /// Pins commands run in `wt` to its admin directory `admin`.
@@ -944,6 +824,7 @@ pub struct TrustedFilter {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use crate::git::parse::first_line;
 
     /// A probe that warns proves nothing (reason `git-failed`, knock-out
     /// K21): a `.gitignore` symlink makes `git status` warn on stderr, skip

@@ -32,6 +32,7 @@ use signal_hook::iterator::exfiltrator::WithOrigin;
 use signal_hook::low_level::siginfo::Cause;
 
 use crate::error::{Error, IoResultExt, Result};
+use crate::git::ops::AddConfig;
 use crate::git::{self, Git, RepoGit};
 use crate::os::process::{self, Ended};
 use crate::plan::HoldReason;
@@ -308,10 +309,7 @@ fn caller_dir(req: &ExecRequest) -> Result<PathBuf> {
 
 /// Returns the canonical common git dir of the repository containing `dir`.
 fn common_dir(git: &Git, dir: &Path) -> Result<PathBuf> {
-    let out = git
-        .plain(dir)
-        .args(["rev-parse", "--path-format=absolute", "--git-common-dir"])
-        .output()?;
+    let out = git::ops::common_dir(git, dir)?;
     if !out.ok {
         return Err(Error::Usage(format!(
             "`{}` is not in a git repository: {}",
@@ -452,29 +450,18 @@ fn create(reg: &Registry, git: &Git, req: &ExecRequest, session: Session) -> Res
     let common = common_dir(git, &dir)?;
     let rg = git.repo(&common)?;
     let base_rev = req.base.clone().unwrap_or_else(|| "HEAD".into());
-    let base = rg
-        .cmd(&dir)
-        .args(["rev-parse", "--verify", "-q"])
-        .arg(format!("{base_rev}^{{commit}}"))
-        .output()?;
-    if !base.ok {
+    let Some(base) = git::ops::resolve_commit(&rg, &dir, &base_rev)? else {
         return Err(Error::Usage(format!(
             "base `{base_rev}` is not a commit in `{}`",
             common.display()
         )));
-    }
-    let base = git::parse::first_line(&base.stdout);
+    };
     let id = crate::registry::new_id()?;
     let branch = req
         .branch
         .clone()
         .unwrap_or_else(|| format!("lease/{}", &id[..8]));
-    if !rg
-        .cmd(&dir)
-        .args(["check-ref-format", "--branch", &branch])
-        .output()?
-        .ok
-    {
+    if !git::ops::is_branch_name(&rg, &dir, &branch)? {
         return Err(Error::Usage(format!(
             "`{branch}` is not a valid branch name"
         )));
@@ -644,7 +631,7 @@ pub fn create_restored(
 /// Refuses a worktree root inside any worktree of the repository: the
 /// enclosing checkout's `git clean -ffdx` would delete it.
 fn check_root_outside_worktrees(rg: &RepoGit, common: &Path, roots: &[&Path]) -> Result<()> {
-    for e in rg.worktrees(common)? {
+    for e in git::ops::worktrees(rg, common)? {
         let top = e.path();
         if e.bare {
             continue;
@@ -672,17 +659,6 @@ fn creation_lock(reg: &Registry, common: &Path) -> Result<fs::File> {
         .locks()
         .join(format!("{}.lock", repo_dir_name(common)));
     crate::paths::lock_private(&lock_path)
-}
-
-/// How `git worktree add` sees repository config.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum AddConfig {
-    /// The user's own config, hooks and filters: `lease exec` only, whose
-    /// command runs arbitrary code in that tree anyway (SPEC "Sanitized git").
-    User,
-    /// The sanitized builder: every other command (restore) runs no
-    /// repository-configured program.
-    Sanitized,
 }
 
 /// What a `git worktree add` left.
@@ -716,14 +692,9 @@ fn add_worktree(
     reason: &str,
 ) -> Result<Added> {
     let full = format!("refs/heads/{branch}");
-    let exists = rg
-        .cmd(common)
-        .args(["rev-parse", "--verify", "-q", &full])
-        .output()?
-        .ok;
+    let exists = git::ops::resolve_ref(rg, common, &full)?.is_some();
     if exists
-        && let Some(e) = rg
-            .worktrees(common)?
+        && let Some(e) = git::ops::worktrees(rg, common)?
             .iter()
             .find(|e| e.branch.as_deref() == Some(full.as_bytes()))
     {
@@ -733,22 +704,18 @@ fn add_worktree(
             e.path().display()
         )));
     }
-    let c = match how {
-        AddConfig::User => rg.git().user(common),
-        AddConfig::Sanitized => rg.cmd(common),
-    };
     let checkout = if exists {
         git::ops::Checkout::Branch(branch)
     } else {
         git::ops::Checkout::NewBranch { branch, base }
     };
-    let out = git::ops::worktree_add(c, wt, checkout, reason)?;
+    let out = git::ops::worktree_add(rg, how, common, wt, checkout, reason)?;
     if out.ok {
         return Ok(Added::Done);
     }
     // What did git leave? A listing that fails proves nothing: keep the
     // branch and the record as they are.
-    let listed = match rg.worktrees(common) {
+    let listed = match git::ops::worktrees(rg, common) {
         Ok(l) => l,
         Err(e) => {
             return Ok(Added::Unknown(format!(
@@ -766,10 +733,7 @@ fn add_worktree(
     if !exists && !checked_out {
         // Undo only what this attempt made: delete the branch only if it
         // still points at `base` (update-ref's old-value check).
-        let _ = rg
-            .cmd(common)
-            .args(["update-ref", "-d", &full, base])
-            .output();
+        let _ = git::ops::delete_ref(rg, common, &full, base);
     }
     Err(out.error())
 }
@@ -858,7 +822,7 @@ fn adopt(
         Some(c) => c,
         None => common_dir(git, &wt)?,
     };
-    let entries = git::worktrees(git, &common)?;
+    let entries = git::ops::worktrees_of(git, &common)?;
     let bytes = wt.as_os_str().as_bytes();
     let Some(pos) = entries.iter().position(|e| e.path == bytes) else {
         return Err(Error::refused(
@@ -1271,14 +1235,10 @@ fn head_of(git: &Git, common: &Path, worktree: &Path) -> Option<String> {
         .and_then(|r| r.head_commit(&crate::git::admin::linked_admin(common, worktree)?))
     {
         Some(h) => h,
-        None => git.repo(common).ok().and_then(|rg| {
-            rg.cmd(worktree)
-                .args(["rev-parse", "--verify", "-q", "HEAD"])
-                .output()
-                .ok()
-                .filter(|o| o.ok)
-                .map(|o| git::parse::first_line(&o.stdout))
-        }),
+        None => git
+            .repo(common)
+            .ok()
+            .and_then(|rg| git::ops::resolve_ref(&rg, worktree, "HEAD").ok().flatten()),
     }
 }
 

@@ -465,8 +465,7 @@ impl Reaper<'_> {
         }
         let rg = self.git.repo(repo)?;
         let bytes = path.as_os_str().as_bytes();
-        let unlocked = rg
-            .worktrees(repo)?
+        let unlocked = git::ops::worktrees(&rg, repo)?
             .iter()
             .skip(1)
             .any(|e| e.path == bytes && e.locked.is_none());
@@ -517,7 +516,7 @@ impl Reaper<'_> {
             return Ok(None);
         }
         let rg = self.git.repo(repo)?;
-        let out = rg.worktree_list(repo)?;
+        let out = git::ops::worktree_list(&rg, repo)?;
         let bytes = path.as_os_str().as_bytes();
         Ok(Some(
             git::parse::parse_worktrees(&out)

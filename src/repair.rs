@@ -210,10 +210,7 @@ fn candidate_repos(reg: Option<&Registry>, git: &Git) -> Result<Vec<PathBuf>> {
         }
     }
     if let Ok(cwd) = std::env::current_dir()
-        && let Ok(out) = git
-            .plain(&cwd)
-            .args(["rev-parse", "--path-format=absolute", "--git-common-dir"])
-            .output()
+        && let Ok(out) = git::ops::common_dir(git, &cwd)
         && out.ok
     {
         let p = PathBuf::from(std::ffi::OsStr::from_bytes(
@@ -488,42 +485,23 @@ fn unique_commits(git: &Git, plan: &RepairPlan) -> Result<(Option<String>, Vec<S
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let head_ref = format!("worktrees/{name}/HEAD");
-    let head = rg
-        .cmd(common)
-        .args(["rev-parse", "--verify", "-q"])
-        .arg(format!("{head_ref}^{{commit}}"))
-        .output()?;
-    let head = head.ok.then(|| git::parse::first_line(&head.stdout));
+    let head = git::ops::resolve_commit(&rg, common, &head_ref)?;
     let mut tips: Vec<String> = head.iter().cloned().collect();
-    let private = rg
-        .cmd(common)
-        .arg(format!("--git-dir={}", plan.admin_dir.display()))
-        .args([
-            "for-each-ref",
-            "--format=%(objectname)",
-            "refs/worktree/",
-            "refs/bisect/",
-            "refs/rewritten/",
-        ])
-        .probe()?;
-    tips.extend(git::parse::parse_oids(&private));
-    let reflog = rg
-        .cmd(common)
-        .args(["reflog", "show", "--format=%H", &head_ref, "--"])
-        .output()?;
-    if reflog.ok {
-        tips.extend(git::parse::parse_oids(&reflog.stdout));
+    tips.extend(git::ops::private_tips_of_admin(
+        &rg,
+        common,
+        &plan.admin_dir,
+    )?);
+    if let Some(reflog) = git::ops::reflog(&rg, common, &head_ref)? {
+        tips.extend(reflog);
     }
     tips.sort();
     tips.dedup();
     if tips.is_empty() {
         return Ok((head, Vec::new()));
     }
-    let mut c = rg.cmd(common);
-    c.arg("rev-list")
-        .args(&tips)
-        .args(["--not", "--branches", "--tags", "--remotes", "--"]);
-    Ok((head, git::parse::parse_oids(&c.probe()?)))
+    let unique = git::ops::unreached(&rg, common, &tips, &[], git::ops::Shared::Refs)?;
+    Ok((head, unique))
 }
 
 /// Carries out a plan without refusals: checks it again, removes the one
@@ -580,14 +558,10 @@ pub fn apply(reg: Option<&Registry>, git: &Git, plan: RepairPlan) -> Result<Repa
         );
         return refuse(plan, vec![h]);
     }
-    let out = rg
-        .cmd(&plan.common)
-        .args(["worktree", "remove", "--"])
-        .arg(&plan.target)
-        .output()?;
+    let out = git::ops::worktree_remove(&rg, &plan.common, &plan.target)?;
     let admin_gone =
         fs::symlink_metadata(&plan.admin_dir).is_err_and(|e| e.kind() == ErrorKind::NotFound);
-    let list = rg.worktree_list(&plan.common)?;
+    let list = git::ops::worktree_list(&rg, &plan.common)?;
     let listed = git::parse::parse_worktrees(&list)
         .iter()
         .any(|e| e.path == plan.target.as_os_str().as_bytes());

@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::error::{Error, IoResultExt, Result};
-use crate::git::{self, Git, RepoGit};
+use crate::git::{self, Git, RepoGit, ops};
 use crate::plan::HoldReason;
 use crate::registry::{Archive, Record, Registry};
 
@@ -155,24 +155,14 @@ fn verify_bundle_of(reg: &Registry, rg: &RepoGit, rec: &Record, a: &Archive) -> 
     }
     let repo = PathBuf::from(&rec.repo);
     for p in &header.prerequisites {
-        let present = rg
-            .cmd(&repo)
-            .args(["cat-file", "-e"])
-            .arg(format!("{p}^{{commit}}"))
-            .output()?
-            .ok;
-        if !present {
+        if !ops::has_commit(rg, &repo, p)? {
             return Err(unverified(format!(
                 "prerequisite {p} is no longer in `{}`",
                 repo.display()
             )));
         }
     }
-    let fmt = git::parse::first_line(
-        &rg.cmd(&repo)
-            .args(["rev-parse", "--show-object-format"])
-            .run()?,
-    );
+    let fmt = ops::object_format(rg, &repo)?;
     let tips: Vec<(String, String)> = a.refs.iter().map(|(n, o)| (n.clone(), o.clone())).collect();
     crate::retire::verify_bundle(rg, reg.root(), &rec.id, &repo, &fmt, bundle, &header, &tips)
         .map_err(|h| Error::refused(h.reason, h.detail))
@@ -239,12 +229,7 @@ pub fn archives() -> Result<Vec<ArchiveEntry>> {
 
 /// Returns the commit `refs/heads/<name>` points at, if it exists.
 fn branch_tip(rg: &RepoGit, repo: &Path, name: &str) -> Result<Option<String>> {
-    let out = rg
-        .cmd(repo)
-        .args(["rev-parse", "--verify", "-q"])
-        .arg(format!("refs/heads/{name}^{{commit}}"))
-        .output()?;
-    Ok(out.ok.then(|| git::parse::first_line(&out.stdout)))
+    ops::resolve_commit(rg, repo, &format!("refs/heads/{name}"))
 }
 
 /// Chooses the branch: the demanded or archived name if it is missing or
@@ -263,12 +248,7 @@ fn choose_branch(
         .map(str::to_string)
         .or_else(|| rec.branch.clone())
         .unwrap_or_else(|| format!("lease/{}", rec.prefix()));
-    if !rg
-        .cmd(repo)
-        .args(["check-ref-format", "--branch", &name])
-        .output()?
-        .ok
-    {
+    if !ops::is_branch_name(rg, repo, &name)? {
         return Err(Error::Usage(format!("`{name}` is not a valid branch name")));
     }
     let moved = |n: &str, at: &str| {
@@ -299,7 +279,7 @@ fn choose_branch(
 
 /// The short names of the branches checked out in some worktree.
 fn checked_out(rg: &RepoGit, repo: &Path) -> Result<Vec<String>> {
-    let list = rg.worktree_list(repo)?;
+    let list = ops::worktree_list(rg, repo)?;
     Ok(git::parse::parse_worktrees(&list)
         .into_iter()
         .filter_map(|e| e.branch)
@@ -366,36 +346,9 @@ pub fn restore(req: &RestoreRequest) -> Result<RestoreReport> {
         ),
         _ => (a.location.clone(), head_ref(&rec.id)),
     };
-    rg.cmd(&repo)
-        .args([
-            "-c",
-            "transfer.fsckObjects=true",
-            "-c",
-            "fetch.fsckObjects=true",
-            "fetch",
-            "--no-tags",
-            "--no-write-fetch-head",
-            "--no-recurse-submodules",
-        ])
-        .arg(format!(
-            "--upload-pack={}",
-            rg.git().far_side(&source, "upload-pack")
-        ))
-        .arg("--")
-        .arg(&source)
-        .arg(format!("{head}:{fetched}"))
-        .run()?;
+    ops::fetch_ref(&rg, &repo, &source, &head, &fetched)?;
     crate::os::fault::point("restore-fetched");
-    let at = rg
-        .cmd(&repo)
-        .args([
-            "rev-parse",
-            "--verify",
-            "-q",
-            &format!("{fetched}^{{commit}}"),
-        ])
-        .run()
-        .map(|o| git::parse::first_line(&o))?;
+    let at = ops::require_commit(&rg, &repo, &fetched)?;
     if at != tip {
         return Err(Error::refused(
             HoldReason::ArchiveUnverified,
@@ -411,11 +364,7 @@ pub fn restore(req: &RestoreRequest) -> Result<RestoreReport> {
         &tip,
         &rec.id,
     )?;
-    let head = git::parse::first_line(
-        &rg.cmd(&wt)
-            .args(["rev-parse", "--verify", "-q", "HEAD^{commit}"])
-            .run()?,
-    );
+    let head = ops::require_commit(&rg, &wt, "HEAD")?;
     let worktree = crate::paths::utf8(&wt)?;
     crate::os::fault::point("restore-created");
     let receipt = serde_json::json!({
@@ -480,20 +429,19 @@ fn unreachable_tips(
     rec: &Record,
     tips: &[String],
 ) -> Result<Vec<String>> {
-    let Some(remote) = crate::git::refs::trusted_remote(rg, repo, rec.branch.as_deref())? else {
+    let Some(remote) = git::refs::trusted_remote(
+        rg,
+        repo,
+        crate::retire::configured_remote().as_deref(),
+        rec.branch.as_deref(),
+    )?
+    else {
         return Ok(tips.to_vec());
     };
-    let url = rg.remote_url(repo, &remote)?;
-    let has = |oid: &str| -> Result<bool> {
-        Ok(rg
-            .cmd(repo)
-            .args(["cat-file", "-e"])
-            .arg(format!("{oid}^{{commit}}"))
-            .output()?
-            .ok)
-    };
+    let url = git::refs::remote_url(rg, repo, &remote)?;
+    let has = |oid: &str| ops::has_commit(rg, repo, oid);
     let mut heads: Vec<String> = Vec::new();
-    for (oid, name) in rg.ls_remote(repo, &url, &[])? {
+    for (oid, name) in ops::ls_remote(rg, repo, &url, &[])? {
         if name.starts_with("refs/heads/") && !heads.contains(&oid) && has(&oid)? {
             heads.push(oid);
         }
@@ -508,13 +456,7 @@ fn unreachable_tips(
         }
     }
     if !present.is_empty() {
-        let mut c = rg.cmd(repo);
-        c.arg("rev-list")
-            .args(&present)
-            .arg("--not")
-            .args(&heads)
-            .arg("--");
-        let unreached = git::parse::parse_oids(&c.probe()?);
+        let unreached = ops::unreached(rg, repo, &present, &heads, ops::Shared::None)?;
         missing.extend(present.into_iter().filter(|t| unreached.contains(t)));
     }
     Ok(missing)
@@ -657,7 +599,7 @@ fn drop_remote_refs(
         .iter()
         .map(|(n, o)| format!("--force-with-lease={n}:{o}"))
         .collect();
-    let out = crate::retire::push_by_url(
+    let out = ops::push(
         rg,
         repo,
         &r.url,

@@ -19,14 +19,14 @@
 
 use std::fs;
 use std::os::fd::OwnedFd;
-use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, IoResultExt, Result};
-use crate::git::admin::{PRIVATE_REFS, linked_admin};
+use crate::git::admin::linked_admin;
 use crate::git::refs::{durable_ref, trusted_remote};
-use crate::git::{self, Git, RepoGit};
+use crate::git::{self, Git, RepoGit, ops};
 use crate::plan::{self, Disposition, Hold, HoldReason, StateGate};
 use crate::registry::{Archive, Loaded, Record, Registry, State, Tombstone};
 use crate::report::TargetReport;
@@ -37,7 +37,7 @@ mod remote;
 
 use archive::bundle_changed;
 pub(crate) use archive::{fd_sha256, read_header, verify_bundle};
-pub(crate) use remote::{archival_ref, push as push_by_url, read_back};
+pub(crate) use remote::{archival_ref, read_back};
 
 /// Files in a worktree's admin directory that mean an operation is in progress.
 const OPS: &[&str] = &[
@@ -168,53 +168,30 @@ impl Engine {
     fn confirm_remote(&self, held: &Held) -> Result<Vec<String>> {
         let common = Path::new(&held.rec.repo);
         let rg = &held.rg;
-        let Some(remote) = trusted_remote(rg, common, held.rec.branch.as_deref())? else {
+        let Some(remote) = trusted_remote(
+            rg,
+            common,
+            configured_remote().as_deref(),
+            held.rec.branch.as_deref(),
+        )?
+        else {
             return Ok(Vec::new());
         };
-        let url = rg.remote_url(common, &remote)?;
-        let listed = rg.ls_remote(common, &url, &[])?;
+        let url = git::refs::remote_url(rg, common, &remote)?;
+        let listed = ops::ls_remote(rg, common, &url, &[])?;
         if !self.dry_run {
-            rg.cmd(common)
-                .args([
-                    "-c",
-                    "transfer.fsckObjects=true",
-                    "fetch",
-                    "--no-tags",
-                    "--no-prune",
-                    "--no-write-fetch-head",
-                    "--no-recurse-submodules",
-                ])
-                .arg(format!(
-                    "--upload-pack={}",
-                    rg.git().far_side(&url, "upload-pack")
-                ))
-                .arg("--")
-                .arg(&url)
-                .arg(format!("+refs/heads/*:refs/remotes/{remote}/*"))
-                .run()?;
+            ops::fetch_branches(rg, common, &url, &remote)?;
         }
-        let mut input = Vec::new();
         let mut tips: Vec<String> = Vec::new();
         for (oid, name) in listed {
             if name.starts_with("refs/heads/") && !tips.contains(&oid) {
-                input.extend_from_slice(format!("{oid}\n").as_bytes());
                 tips.push(oid);
             }
         }
         if tips.is_empty() {
             return Ok(tips);
         }
-        // `<oid> commit <size>` for each commit present, `<oid> missing` else.
-        let out = rg
-            .cmd(common)
-            .args(["cat-file", "--batch-check=%(objectname) %(objecttype)"])
-            .input(input)
-            .run()?;
-        Ok(String::from_utf8_lossy(&out)
-            .lines()
-            .filter_map(|l| l.strip_suffix(" commit"))
-            .map(str::to_string)
-            .collect())
+        ops::commits_present(rg, common, &tips)
     }
 
     /// The drivers named by config `trusted_filters` that the user's own
@@ -604,11 +581,7 @@ impl Engine {
         if let Some(h) = self.lfs_extensions(&held.rg, &held.wt)? {
             return Ok(Err(vec![h]));
         }
-        let listed = held
-            .rg
-            .cmd(&held.wt)
-            .args(["ls-files", "-v", "-s", "-z"])
-            .probe()?;
+        let listed = ops::index_listing(&held.rg, &held.wt)?;
         if let Err(holds) =
             plan::gate_inventory(&held.inventory, &git::parse::parse_gitlinks(&listed))
         {
@@ -641,25 +614,7 @@ impl Engine {
         if !runs_lfs {
             return Ok(None);
         }
-        let out = rg
-            .cmd(wt)
-            .args([
-                "config",
-                "-z",
-                "--name-only",
-                "--get-regexp",
-                r"^lfs\.extension\.",
-            ])
-            .output()?;
-        if !out.ok && out.code != Some(1) {
-            return Err(out.error());
-        }
-        let keys: Vec<String> = out
-            .stdout
-            .split(|&b| b == 0)
-            .filter(|k| !k.is_empty())
-            .map(|k| String::from_utf8_lossy(k).into_owned())
-            .collect();
+        let keys = ops::config_names(rg, wt, r"^lfs\.extension\.")?;
         let Some(first) = keys.first() else {
             return Ok(None);
         };
@@ -685,7 +640,7 @@ impl Engine {
         wt: &Path,
         id: &str,
     ) -> Result<(plan::PathEvidence, Option<PathBuf>)> {
-        let entries = rg.worktrees(repo)?;
+        let entries = ops::worktrees(rg, repo)?;
         let bytes = wt.as_os_str().as_bytes();
         let mine = entries.iter().skip(1).find(|e| e.path == bytes);
         let admin = linked_admin(repo, wt);
@@ -717,22 +672,11 @@ impl Engine {
         listed: Option<Vec<u8>>,
         shadowed: &[git::TrustedFilter],
     ) -> Result<plan::ContentEvidence> {
-        let status = rg
-            .cmd(wt)
-            .args([
-                "status",
-                "--porcelain=v1",
-                "-z",
-                "--untracked-files=all",
-                "--ignored=matching",
-                "--ignore-submodules=none",
-            ])
-            .probe()?;
+        let status = ops::status(rg, wt)?;
         let listed = match listed {
             Some(l) => l,
-            None => rg.cmd(wt).args(["ls-files", "-v", "-s", "-z"]).probe()?,
+            None => ops::index_listing(rg, wt)?,
         };
-        let status = git::parse::parse_status(&status);
         let mut hidden = Vec::new();
         for e in git::parse::parse_hidden(&listed) {
             if !self.hidden_entry_matches(rg, wt, &e)? {
@@ -749,7 +693,7 @@ impl Engine {
             .collect();
         candidates.extend(hidden.iter().map(|e| e.path.clone()));
         let mut filtered = Vec::new();
-        for (path, driver) in rg.filter_attrs(wt, &candidates)? {
+        for (path, driver) in ops::filter_attrs(rg, wt, &candidates)? {
             let named = |t: &git::TrustedFilter| t.driver.as_bytes() == driver;
             let trust = if rg.trusted().iter().any(named) {
                 plan::FilterTrust::Ran
@@ -816,15 +760,7 @@ impl Engine {
         if !f.metadata().at(&path)?.file_type().is_file() {
             return Ok(false);
         }
-        let mut arg = b"--path=".to_vec();
-        arg.extend_from_slice(&e.path);
-        let out = rg
-            .cmd(wt)
-            .args(["hash-object", "--stdin"])
-            .arg(std::ffi::OsString::from_vec(arg))
-            .stdin(f)
-            .run()?;
-        Ok(git::parse::first_line(&out) == e.oid)
+        Ok(ops::hash_cleaned(rg, wt, f, &e.path)? == e.oid)
     }
 
     /// Returns true if the file behind a skip-worktree or assume-unchanged
@@ -855,15 +791,11 @@ impl Engine {
             if (e.mode == "100755") != exec {
                 return Ok(false);
             }
-            let oid = rg
-                .cmd(wt)
-                .args(["hash-object", "--no-filters", "--stdin"])
-                .stdin(f)
-                .run()?;
-            Ok(git::parse::first_line(&oid) == e.oid && e.mode.starts_with("100"))
+            let oid = ops::hash_raw(rg, wt, f)?;
+            Ok(oid == e.oid && e.mode.starts_with("100"))
         } else if meta.file_type().is_symlink() {
             let text = fs::read_link(&path).at(&path)?;
-            let blob = rg.cmd(wt).args(["cat-file", "blob", &e.oid]).run()?;
+            let blob = ops::blob(rg, wt, &e.oid)?;
             Ok(e.mode == "120000" && blob == text.as_os_str().as_bytes())
         } else {
             Ok(false)
@@ -895,7 +827,12 @@ impl Engine {
         let (remote, durable) = match fast {
             Some(d) => (Some("origin".to_string()), d),
             None => {
-                let remote = trusted_remote(rg, Path::new(&rec.repo), rec.branch.as_deref())?;
+                let remote = trusted_remote(
+                    rg,
+                    Path::new(&rec.repo),
+                    configured_remote().as_deref(),
+                    rec.branch.as_deref(),
+                )?;
                 let durable = durable_ref(rg, Path::new(&rec.repo), remote.as_deref())?;
                 (remote, durable)
             }
@@ -904,38 +841,19 @@ impl Engine {
         if !head.is_empty() {
             tips.push((format!("refs/lease/{}/head", rec.id), head.clone()));
         }
-        let refs = rg
-            .cmd(wt)
-            .args(["for-each-ref", "--format=%(objectname) %(refname)"])
-            .args(PRIVATE_REFS)
-            .probe()?;
-        for (oid, name) in git::parse::parse_heads(&refs) {
+        for (oid, name) in ops::private_refs(rg, wt)? {
             let rest = name.strip_prefix("refs/").unwrap_or(&name);
             tips.push((format!("refs/lease/{}/private/{rest}", rec.id), oid));
         }
         // ORIG_HEAD is per worktree and dies with it (reset, rebase, merge).
-        let orig = rg
-            .cmd(wt)
-            .args(["rev-parse", "--verify", "-q", "ORIG_HEAD^{commit}"])
-            .output()?;
-        if orig.ok {
-            tips.push((
-                format!("refs/lease/{}/orig-head", rec.id),
-                git::parse::first_line(&orig.stdout),
-            ));
+        if let Some(orig) = ops::resolve_commit(rg, wt, "ORIG_HEAD")? {
+            tips.push((format!("refs/lease/{}/orig-head", rec.id), orig));
         }
         // Every commit a reflog of this worktree mentions, old and new side
         // (`reflog show --format=%H` gives only the new one). Shared branch
         // reflogs come along: archiving a little more is safe and cheap.
-        let reflog = rg
-            .cmd(wt)
-            .args(["rev-list", "--single-worktree", "--reflog", "--no-walk"])
-            .output()?;
-        if reflog.ok {
-            for (n, oid) in git::parse::parse_oids(&reflog.stdout)
-                .into_iter()
-                .enumerate()
-            {
+        if let Some(reflog) = ops::reflog_commits(rg, wt)? {
+            for (n, oid) in reflog.into_iter().enumerate() {
                 tips.push((format!("refs/lease/{}/reflog/{n}", rec.id), oid));
             }
         }
@@ -969,25 +887,18 @@ impl Engine {
             {
                 return Ok(v);
             }
-            let mut c = rg.cmd(wt);
-            c.arg("rev-list");
-            let mut seen: Vec<&String> = Vec::new();
+            let mut seen: Vec<String> = Vec::new();
             for oid in revs {
-                if !seen.contains(&oid) {
-                    c.arg(oid);
-                    seen.push(oid);
+                if !seen.contains(oid) {
+                    seen.push(oid.clone());
                 }
             }
-            c.arg("--not");
-            if let Some((_, d)) = &durable {
-                c.arg(d);
-            }
-            c.args(&confirmed);
-            if shared_too {
-                c.args(["--branches", "--tags", "--remotes", "--glob=refs/stash"]);
-            }
-            c.arg("--");
-            Ok(git::parse::parse_oids(&c.probe()?))
+            let shared = if shared_too {
+                ops::Shared::RefsAndStash
+            } else {
+                ops::Shared::None
+            };
+            ops::unreached(rg, wt, &seen, &hide, shared)
         };
         let mut unique = not_durable(&head_tip, false)?;
         for oid in not_durable(&private, true)? {
@@ -1021,14 +932,8 @@ impl Engine {
         {
             return Ok(h.unwrap_or_default());
         }
-        Ok(git::parse::first_line(
-            &held
-                .rg
-                .cmd(&held.wt)
-                .args(["rev-parse", "--verify", "-q", "HEAD^{commit}"])
-                .output()?
-                .stdout,
-        ))
+        // Unborn: git prints nothing and the head is empty.
+        Ok(ops::resolve_commit(&held.rg, &held.wt, "HEAD")?.unwrap_or_default())
     }
 
     /// Gate 7: HEAD, the bundle's sha256 and the record are unchanged; status
@@ -1124,17 +1029,10 @@ impl Engine {
             }
         };
         crate::os::fault::point("retire-unlocked");
-        let out = held
-            .rg
-            .cmd(&repo)
-            .args(["worktree", "remove", "--"])
-            .arg(&held.wt)
-            .output()?;
+        let out = ops::worktree_remove(&held.rg, &repo, &held.wt)?;
         let gone =
             fs::symlink_metadata(&held.wt).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound);
-        let listed = held
-            .rg
-            .worktrees(&repo)?
+        let listed = ops::worktrees(&held.rg, &repo)?
             .iter()
             .any(|e| e.path == held.wt.as_os_str().as_bytes());
         if !out.ok || !gone || listed {
@@ -1148,7 +1046,7 @@ impl Engine {
             if !gone && listed {
                 // Refused and intact: locked again, back to terminal.
                 if unlocked
-                    && let Err(e) = git::ops::worktree_lock(
+                    && let Err(e) = ops::worktree_lock(
                         &held.rg,
                         &repo,
                         &held.wt,
@@ -1217,7 +1115,7 @@ impl Engine {
         if lock != plan::LockSeen::Ours {
             return Ok(false);
         }
-        git::ops::worktree_unlock(&held.rg, repo, &held.wt)?;
+        ops::worktree_unlock(&held.rg, repo, &held.wt)?;
         Ok(true)
     }
 
@@ -1276,6 +1174,15 @@ pub fn free_bytes(path: &Path) -> u64 {
         return 0;
     }
     rustix::fs::statvfs(path).map_or(0, |s| s.f_bavail.saturating_mul(s.f_frsize))
+}
+
+/// Config `trusted_remote` (or `LEASE_TRUSTED_REMOTE`), if set: the one
+/// remote [`trusted_remote`] may choose.
+pub(crate) fn configured_remote() -> Option<String> {
+    crate::policy::current()
+        .trusted_remote
+        .as_ref()
+        .map(|t| t.value.clone())
 }
 
 /// Whether config `process_audit = "strict"` (or `LEASE_PROCESS_AUDIT`)

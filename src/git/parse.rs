@@ -316,6 +316,17 @@ pub fn parse_ls_remote(out: &[u8]) -> Vec<(String, String)> {
         .collect()
 }
 
+/// Parses `git cat-file --batch-check='%(objectname) %(objecttype)'`
+/// output (`<oid> <type>`, or `<oid> missing`) into the ids of the
+/// commits, in order.
+pub fn parse_batch_commits(out: &[u8]) -> Vec<String> {
+    String::from_utf8_lossy(out)
+        .lines()
+        .filter_map(|l| l.strip_suffix(" commit"))
+        .map(str::to_string)
+        .collect()
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {

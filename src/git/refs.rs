@@ -3,21 +3,24 @@
 
 use std::path::Path;
 
-use crate::error::Result;
-use crate::git::{self, RepoGit};
+use crate::error::{Error, Result};
+use crate::git::{RepoGit, ops};
+use crate::plan::HoldReason;
 
-/// The trusted remote (SPEC/Words): config `trusted_remote` if set (none if
-/// no such remote exists), else `origin` if it exists, else the upstream
-/// remote of `branch`, else none. Read in the common git dir.
-pub fn trusted_remote(rg: &RepoGit, common: &Path, branch: Option<&str>) -> Result<Option<String>> {
-    let remotes = rg.cmd(common).arg("remote").probe()?;
-    let remotes: Vec<String> = String::from_utf8_lossy(&remotes)
-        .lines()
-        .map(str::to_string)
-        .collect();
-    if let Some(t) = &crate::policy::current().trusted_remote {
+/// The trusted remote (SPEC/Words): `configured` (config
+/// `trusted_remote`) if set, and none if no such remote exists; else
+/// `origin` if it exists, else the upstream remote of `branch`, else none.
+/// Read in the common git dir (`git remote`, `git for-each-ref`).
+pub fn trusted_remote(
+    rg: &RepoGit,
+    common: &Path,
+    configured: Option<&str>,
+    branch: Option<&str>,
+) -> Result<Option<String>> {
+    let remotes = ops::remotes(rg, common)?;
+    if let Some(t) = configured {
         // Configured: that remote or none (then nothing is durable).
-        return Ok(remotes.contains(&t.value).then(|| t.value.clone()));
+        return Ok(remotes.iter().any(|r| r == t).then(|| t.to_string()));
     }
     if remotes.iter().any(|r| r == "origin") {
         return Ok(Some("origin".to_string()));
@@ -25,12 +28,8 @@ pub fn trusted_remote(rg: &RepoGit, common: &Path, branch: Option<&str>) -> Resu
     let Some(b) = branch else {
         return Ok(None);
     };
-    let up = rg
-        .cmd(common)
-        .args(["for-each-ref", "--format=%(upstream:remotename)"])
-        .arg(format!("refs/heads/{b}"))
-        .probe()?;
-    Ok(Some(git::parse::first_line(&up)).filter(|r| !r.is_empty() && remotes.contains(r)))
+    let up = ops::upstream_remote(rg, common, b)?;
+    Ok(Some(up).filter(|r| !r.is_empty() && remotes.contains(r)))
 }
 
 /// The trusted remote's default-branch tracking ref and its commit (SPEC
@@ -48,20 +47,36 @@ pub fn durable_ref(
         let r = format!("refs/remotes/{remote}/{name}");
         // A symbolic tracking ref counts only if it stays among the
         // remote's own tracking refs (not, say, `refs/worktree/wip`).
-        let sym = rg.cmd(common).args(["symbolic-ref", "-q", &r]).output()?;
-        if sym.ok
-            && !git::parse::first_line(&sym.stdout).starts_with(&format!("refs/remotes/{remote}/"))
+        if let Some(target) = ops::symbolic_ref(rg, common, &r)?
+            && !target.starts_with(&format!("refs/remotes/{remote}/"))
         {
             continue;
         }
-        let out = rg
-            .cmd(common)
-            .args(["rev-parse", "--verify", "-q"])
-            .arg(format!("{r}^{{commit}}"))
-            .output()?;
-        if out.ok {
-            return Ok(Some((r, git::parse::first_line(&out.stdout))));
+        if let Some(oid) = ops::resolve_commit(rg, common, &r)? {
+            return Ok(Some((r, oid)));
         }
     }
     Ok(None)
+}
+
+/// The fetch URL of remote `name` as git resolves it (`url.*.insteadOf`
+/// applied), for fetch, ls-remote and push by URL. Refused
+/// (`archive-push-failed`) when the repository configures any
+/// `url.*.pushInsteadOf`: a push could then go elsewhere than the
+/// readback, and nothing would be proven.
+pub fn remote_url(rg: &RepoGit, common: &Path, name: &str) -> Result<String> {
+    if ops::has_push_rewrites(rg, common)? {
+        return Err(Error::refused(
+            HoldReason::ArchivePushFailed,
+            "the repository configures url.*.pushInsteadOf; a push could reach another repository than the readback",
+        ));
+    }
+    let url = ops::remote_get_url(rg, common, name)?;
+    if url.is_empty() {
+        return Err(Error::refused(
+            HoldReason::ArchivePushFailed,
+            format!("remote `{name}` has no URL"),
+        ));
+    }
+    Ok(url)
 }

@@ -272,13 +272,8 @@ impl Bundle<'_> {
             ));
         }
         let rg = git.repo(self.repo).map_err(|e| e.to_string())?;
-        let mut c = rg.cmd(self.repo);
-        c.arg("rev-list");
-        for (oid, _) in &header.refs {
-            c.arg(oid);
-        }
-        c.args(["--not", "--all", "--"]);
-        match c.output() {
+        let oids: Vec<String> = header.refs.iter().map(|(oid, _)| oid.clone()).collect();
+        match crate::git::ops::unreached_by_any_ref(&rg, self.repo, &oids) {
             Ok(o) if o.ok && o.stdout.is_empty() => Ok(()),
             Ok(o) if o.ok => Err(format!(
                 "it holds {} commit(s) no ref of `{}` reaches: it may be the only copy",

@@ -242,7 +242,9 @@ fn scan_registrations(
         }
         Ok(_) => {}
     }
-    let list = git.repo(path).and_then(|rg| rg.worktree_list(path));
+    let list = git
+        .repo(path)
+        .and_then(|rg| crate::git::ops::worktree_list(&rg, path));
     let list = match list {
         Ok(l) => l,
         Err(e) => {

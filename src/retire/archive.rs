@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use super::{Engine, Held, Reach};
 use crate::error::{IoResultExt, Result};
-use crate::git::{self, RepoGit};
+use crate::git::{RepoGit, ops};
 use crate::plan::{self, Hold, HoldReason};
 use crate::registry::{Archive, Record};
 
@@ -94,11 +94,7 @@ impl Engine {
         };
         let repo = PathBuf::from(&rec.repo);
         let root = self.reg.root();
-        let fmt = rg
-            .cmd(&repo)
-            .args(["rev-parse", "--show-object-format"])
-            .run()
-            .map(|o| git::parse::first_line(&o))
+        let fmt = ops::object_format(rg, &repo)
             .map_err(|e| unarchived("cannot read the object format", &e))?;
         let dir = root.archives().join(&rec.id);
         crate::paths::make_private_dir(&dir).map_err(|e| unarchived("cannot create", &e))?;
@@ -111,19 +107,11 @@ impl Engine {
         step.message(&format!("{} tip(s) of {}", reach.tips.len(), rec.id));
         let built = (|| -> Result<()> {
             for (name, oid) in &reach.tips {
-                rg.cmd(&scratch.path)
-                    .args(["update-ref", name, oid])
-                    .run()?;
+                ops::update_ref(rg, &scratch.path, name, oid)?;
             }
-            let mut c = rg.cmd(&scratch.path);
-            c.args(["bundle", "create", "-q"]).arg(&tmp);
-            for (name, _) in &reach.tips {
-                c.arg(name);
-            }
-            if let Some((_, d)) = &reach.durable {
-                c.arg("--not").arg(d);
-            }
-            c.run()?;
+            let names: Vec<&str> = reach.tips.iter().map(|(n, _)| n.as_str()).collect();
+            let not = reach.durable.as_ref().map(|(_, d)| d.as_str());
+            ops::bundle_create(rg, &scratch.path, &tmp, &names, not)?;
             crate::os::fault::point("archive-bundle-created");
             let f = fs::File::open(&tmp).at(&tmp)?;
             f.sync_all().at_do("cannot fsync", &tmp)?;
@@ -248,47 +236,22 @@ pub(crate) fn verify_bundle(
     step.message(&bundle.display().to_string());
     let scratch = Scratch::new(root, id, "verify", fmt, repo, rg)
         .map_err(|e| unverified(&format!("cannot make a scratch repository: {e}")))?;
-    let unbundled = rg
-        .cmd(&scratch.path)
-        .args([
-            "-c",
-            "transfer.fsckObjects=true",
-            "-c",
-            "fetch.fsckObjects=true",
-            "bundle",
-            "unbundle",
-        ])
-        .arg(bundle)
-        .run();
-    if let Err(e) = unbundled {
+    if let Err(e) = ops::bundle_unbundle(rg, &scratch.path, bundle) {
         return Err(unverified(&format!("unbundle failed: {e}")));
     }
     let alt = scratch.path.join("objects/info/alternates");
     let away = scratch.path.join("objects/info/alternates.off");
     fs::rename(&alt, &away).map_err(|e| unverified(&e.to_string()))?;
     for (_, oid) in tips {
-        let present = rg
-            .cmd(&scratch.path)
-            .args(["cat-file", "-e"])
-            .arg(format!("{oid}^{{commit}}"))
-            .output();
-        if !present.is_ok_and(|o| o.ok) {
+        if !ops::has_commit(rg, &scratch.path, oid).is_ok_and(|present| present) {
             return Err(unverified(&format!(
                 "commit {oid} is not in the bundle's pack"
             )));
         }
     }
     fs::rename(&away, &alt).map_err(|e| unverified(&e.to_string()))?;
-    let mut c = rg.cmd(&scratch.path);
-    c.args(["rev-list", "--objects", "--quiet"]);
-    for (_, oid) in tips {
-        c.arg(oid);
-    }
-    if !header.prerequisites.is_empty() {
-        c.arg("--not").args(&header.prerequisites);
-    }
-    c.arg("--");
-    c.run()
+    let oids: Vec<String> = tips.iter().map(|(_, oid)| oid.clone()).collect();
+    ops::check_connected(rg, &scratch.path, &oids, &header.prerequisites)
         .map_err(|e| unverified(&format!("incomplete: {e}")))?;
     Ok(())
 }
@@ -315,11 +278,7 @@ impl Scratch {
             crate::paths::remove_scratch(root, &path)?;
         }
         crate::paths::make_private_dir(&path)?;
-        rg.cmd(&root.scratch())
-            .args(["init", "-q", "--bare", "--template="])
-            .arg(format!("--object-format={fmt}"))
-            .arg(&path)
-            .run()?;
+        ops::init_bare(rg, &root.scratch(), &path, fmt)?;
         let objects = repo.join("objects");
         let mut line = objects.as_os_str().as_bytes().to_vec();
         line.push(b'\n');

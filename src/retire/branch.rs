@@ -16,7 +16,7 @@ use std::path::PathBuf;
 
 use super::{Engine, Held, Reach};
 use crate::error::Result;
-use crate::git;
+use crate::git::{self, ops};
 use crate::plan::{self, Hold, HoldReason};
 use crate::registry::{Archive, BranchCleanup};
 
@@ -35,12 +35,7 @@ impl Engine {
         let repo = PathBuf::from(&held.rec.repo);
         let rg = &held.rg;
         let full = format!("refs/heads/{name}");
-        let out = rg
-            .cmd(&repo)
-            .args(["rev-parse", "--verify", "-q"])
-            .arg(format!("{full}^{{commit}}"))
-            .output()?;
-        if !out.ok {
+        let Some(tip) = ops::resolve_commit(rg, &repo, &full)? else {
             return Ok(Some(BranchCleanup {
                 name,
                 old_tip: None,
@@ -48,8 +43,7 @@ impl Engine {
                 reason: None,
                 detail: "the branch no longer exists".into(),
             }));
-        }
-        let tip = git::parse::first_line(&out.stdout);
+        };
         let kept = |h: Hold| BranchCleanup {
             name: name.clone(),
             old_tip: Some(tip.clone()),
@@ -57,7 +51,7 @@ impl Engine {
             reason: Some(h.reason),
             detail: h.detail,
         };
-        let list = rg.worktree_list(&repo)?;
+        let list = ops::worktree_list(rg, &repo)?;
         let checked_out: Vec<String> = git::parse::parse_worktrees(&list)
             .into_iter()
             .filter_map(|e| e.branch)
@@ -68,26 +62,27 @@ impl Engine {
         let outcome = if let Err(h) = plan::gate_branch_free(&name, &checked_out) {
             kept(h)
         } else {
-            let mut c = rg.cmd(&repo);
-            c.args(["rev-list", &tip, "--not"]);
+            let mut proven: Vec<String> = Vec::new();
             if let Some((_, d)) = &reach.durable {
-                c.arg(d);
+                proven.push(d.clone());
             }
             if let Some(a) = archive {
-                c.args(a.refs.values());
+                proven.extend(a.refs.values().cloned());
                 if let Some(r) = &a.remote {
-                    c.args(r.refs.values());
+                    proven.extend(r.refs.values().cloned());
                 }
             }
-            c.arg("--");
-            let unproven = git::parse::parse_oids(&c.probe()?);
+            let unproven = ops::unreached(
+                rg,
+                &repo,
+                std::slice::from_ref(&tip),
+                &proven,
+                ops::Shared::None,
+            )?;
             if let Err(h) = plan::gate_branch_proven(&name, &tip, &unproven) {
                 kept(h)
             } else {
-                let del = rg
-                    .cmd(&repo)
-                    .args(["update-ref", "-d", &full, &tip])
-                    .output()?;
+                let del = ops::delete_ref(rg, &repo, &full, &tip)?;
                 if del.ok {
                     BranchCleanup {
                         name: name.clone(),

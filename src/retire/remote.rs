@@ -1,6 +1,7 @@
 //! Archival refs on the trusted remote (`retire --archive remote|both`): push
 //! the exact tips to `refs/lease/archive/<id>/...` by URL with the sanitized
-//! git, then read them back with `git ls-remote`; a commit on a read-back
+//! git ([`crate::git::ops::push`]), then read them back with `git
+//! ls-remote` ([`crate::git::ops::ls_remote`]); a commit on a read-back
 //! archival ref is durable (SPEC "durable").
 //!
 //! # Choices
@@ -37,7 +38,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::{Engine, Reach};
-use crate::git::RepoGit;
+use crate::git::{RepoGit, ops};
 use crate::plan::{self, Hold, HoldReason};
 use crate::registry::{Record, RemoteRefs};
 
@@ -57,11 +58,10 @@ impl Engine {
                 "no trusted remote (origin, else the branch's upstream remote)".into(),
             ));
         };
-        let url = rg
-            .remote_url(&common, &remote)
+        let url = crate::git::refs::remote_url(rg, &common, &remote)
             .map_err(|e| failed(e.to_string()))?;
         let refs = archival_refs(rec, reach);
-        let out = push(
+        let out = ops::push(
             rg,
             &common,
             &url,
@@ -97,11 +97,10 @@ impl Engine {
                 "no trusted remote (origin, else the branch's upstream remote)".into(),
             ));
         };
-        let url = rg
-            .remote_url(&common, &remote)
+        let url = crate::git::refs::remote_url(rg, &common, &remote)
             .map_err(|e| failed(e.to_string()))?;
         let refs = archival_refs(rec, reach);
-        let out = push(
+        let out = ops::push(
             rg,
             &common,
             &url,
@@ -123,42 +122,6 @@ fn archival_refs(rec: &Record, reach: &Reach) -> BTreeMap<String, String> {
         .iter()
         .map(|(name, oid)| (archival_ref(&rec.id, name), oid.clone()))
         .collect()
-}
-
-/// Runs the sanitized `git push` by URL with `refspecs` (see the module
-/// docs); `opts` go before the URL (`--force-with-lease=<ref>:<oid>`).
-pub(crate) fn push(
-    rg: &RepoGit,
-    common: &Path,
-    url: &str,
-    opts: &[String],
-    refspecs: impl IntoIterator<Item = String>,
-) -> crate::error::Result<crate::git::Output> {
-    let mut c = rg.cmd(common);
-    c.args([
-        "-c",
-        "push.gpgSign=false",
-        "-c",
-        "push.pushOption=",
-        "-c",
-        "push.negotiate=false",
-        "push",
-        "--porcelain",
-        "--atomic",
-        "--no-verify",
-        "--no-signed",
-        "--no-follow-tags",
-        "--no-recurse-submodules",
-    ])
-    .arg(format!(
-        "--receive-pack={}",
-        rg.git().far_side(url, "receive-pack")
-    ))
-    .args(opts)
-    .arg("--")
-    .arg(url)
-    .args(refspecs);
-    c.output()
 }
 
 /// The detail of a failed push to `url`: git's error, and when the remote
@@ -224,7 +187,7 @@ pub(crate) fn read_back(
     refs: &BTreeMap<String, String>,
 ) -> crate::error::Result<Vec<(String, String)>> {
     let names: Vec<&str> = refs.keys().map(String::as_str).collect();
-    rg.ls_remote(common, url, &names)
+    ops::ls_remote(rg, common, url, &names)
 }
 
 /// The archival ref on the remote for the tip lease names `name` in its
