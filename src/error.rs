@@ -131,12 +131,3 @@ impl<T> IoResultExt<T> for io::Result<T> {
         self.at_do("cannot access", path)
     }
 }
-
-impl<T> IoResultExt<T> for rustix::io::Result<T> {
-    fn at_do(self, action: &'static str, path: &Path) -> Result<T> {
-        self.map_err(io::Error::from).at_do(action, path)
-    }
-    fn at(self, path: &Path) -> Result<T> {
-        self.at_do("cannot access", path)
-    }
-}

@@ -1067,13 +1067,12 @@ fn run(reg: &Registry, git: Git, p: Prepared, req: &ExecRequest) -> Result<ExecR
         .env("LEASE_WORKTREE", &p.worktree);
     // The one descriptor the command inherits: clear close-on-exec just for
     // the spawn, then set it again so no later child of lease inherits it.
-    rustix::io::fcntl_setfd(&p.child_fd, rustix::io::FdFlags::empty())
-        .at_do("cannot pass", &p.lease.path())?;
+    process::set_inherited(&p.child_fd, true).at_do("cannot pass", &p.lease.path())?;
     let spawned = cmd.spawn();
     let mut notes = Vec::new();
     // From here on the command may run: nothing returns early, so exec's
     // status is the command's (SPEC "The command's world").
-    if let Err(e) = rustix::io::fcntl_setfd(&p.child_fd, rustix::io::FdFlags::CLOEXEC) {
+    if let Err(e) = process::set_inherited(&p.child_fd, false) {
         notes.push(format!(
             "lease: cannot set close-on-exec on the lease again ({e}); a later child of lease may inherit it"
         ));

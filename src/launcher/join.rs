@@ -156,8 +156,8 @@ impl Joined {
         // The one descriptor the command inherits. This process is about to
         // be replaced and starts no other child, so clearing close-on-exec
         // here cannot leak it anywhere else.
-        if let Err(e) = rustix::io::fcntl_setfd(&self.lease, rustix::io::FdFlags::empty()) {
-            return e.into();
+        if let Err(e) = crate::os::process::set_inherited(&self.lease, true) {
+            return e;
         }
         Command::new(&self.command[0])
             .args(&self.command[1..])

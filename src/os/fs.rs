@@ -228,6 +228,24 @@ pub(crate) fn read_small(path: &Path) -> Option<Vec<u8>> {
     Some(buf)
 }
 
+/// Renames `from` to `to` only if `to` does not exist (renameat2
+/// `RENAME_NOREPLACE`, Linux 3.15): a verified bundle is never replaced by
+/// name.
+///
+/// # Errors
+/// `EEXIST` if `to` exists (nothing moves); `EINVAL` on a filesystem without
+/// the flag; any other rename error.
+pub fn rename_no_replace(from: &Path, to: &Path) -> std::io::Result<()> {
+    rustix::fs::renameat_with(
+        rustix::fs::CWD,
+        from,
+        rustix::fs::CWD,
+        to,
+        rustix::fs::RenameFlags::NOREPLACE,
+    )
+    .map_err(std::io::Error::from)
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -428,5 +446,20 @@ mod tests {
                 .to_string()
                 .contains("a FIFO")
         );
+    }
+
+    #[test]
+    fn a_bundle_is_never_renamed_over_another() {
+        let t = tempfile::tempdir().unwrap();
+        let (tmp, bundle) = (t.path().join(".2.bundle.tmp"), t.path().join("2.bundle"));
+        fs::write(&tmp, b"new").unwrap();
+        fs::write(&bundle, b"verified").unwrap();
+        let e = rename_no_replace(&tmp, &bundle).unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::AlreadyExists);
+        assert_eq!(fs::read(&bundle).unwrap(), b"verified");
+        assert!(tmp.exists(), "nothing moved");
+        fs::remove_file(&bundle).unwrap();
+        rename_no_replace(&tmp, &bundle).unwrap();
+        assert_eq!(fs::read(&bundle).unwrap(), b"new");
     }
 }

@@ -38,6 +38,17 @@ pub fn is_ignored(sig: i32) -> bool {
     old.sa_sigaction == libc::SIG_IGN
 }
 
+/// Clears (`inherited`) or sets close-on-exec on `fd` (fcntl(2) `F_SETFD`
+/// `FD_CLOEXEC`): a descriptor without it is inherited across execve(2).
+pub fn set_inherited(fd: impl AsFd, inherited: bool) -> io::Result<()> {
+    let flags = if inherited {
+        rustix::io::FdFlags::empty()
+    } else {
+        rustix::io::FdFlags::CLOEXEC
+    };
+    rustix::io::fcntl_setfd(fd, flags).map_err(Into::into)
+}
+
 /// Makes this process a child subreaper (prctl(2) `PR_SET_CHILD_SUBREAPER`),
 /// so orphaned descendants are re-parented to it instead of to init.
 pub fn become_subreaper() -> io::Result<()> {

@@ -115,7 +115,7 @@ impl Engine {
             crate::os::fault::point("archive-bundle-created");
             let f = fs::File::open(&tmp).at(&tmp)?;
             f.sync_all().at_do("cannot fsync", &tmp)?;
-            rename_no_replace(&tmp, &bundle).at_do("cannot rename into", &bundle)?;
+            crate::os::fs::rename_no_replace(&tmp, &bundle).at_do("cannot rename into", &bundle)?;
             crate::paths::sync_dir(&dir)
         })();
         drop(scratch);
@@ -315,24 +315,6 @@ pub(crate) fn read_header(f: &mut fs::File) -> Option<BundleHeader> {
     parse_bundle_header(&head)
 }
 
-/// Renames `from` to `to` only if `to` does not exist (renameat2
-/// `RENAME_NOREPLACE`, Linux 3.15): a verified bundle is never replaced by
-/// name.
-///
-/// # Errors
-/// `EEXIST` if `to` exists (nothing moves); `EINVAL` on a filesystem without
-/// the flag; any other rename error.
-fn rename_no_replace(from: &Path, to: &Path) -> std::io::Result<()> {
-    rustix::fs::renameat_with(
-        rustix::fs::CWD,
-        from,
-        rustix::fs::CWD,
-        to,
-        rustix::fs::RenameFlags::NOREPLACE,
-    )
-    .map_err(std::io::Error::from)
-}
-
 /// The number of the next bundle in a record's archive directory `dir`: one
 /// more than the largest `<n>.bundle` there, 1 for none (or an unreadable
 /// directory: the rename then refuses to replace anything). Counting the
@@ -467,21 +449,6 @@ mod tests {
             fs::write(t.path().join(name), b"").unwrap();
         }
         assert_eq!(next_bundle_number(t.path()), 4);
-    }
-
-    #[test]
-    fn a_bundle_is_never_renamed_over_another() {
-        let t = tempfile::tempdir().unwrap();
-        let (tmp, bundle) = (t.path().join(".2.bundle.tmp"), t.path().join("2.bundle"));
-        fs::write(&tmp, b"new").unwrap();
-        fs::write(&bundle, b"verified").unwrap();
-        let e = rename_no_replace(&tmp, &bundle).unwrap_err();
-        assert_eq!(e.kind(), std::io::ErrorKind::AlreadyExists);
-        assert_eq!(fs::read(&bundle).unwrap(), b"verified");
-        assert!(tmp.exists(), "nothing moved");
-        fs::remove_file(&bundle).unwrap();
-        rename_no_replace(&tmp, &bundle).unwrap();
-        assert_eq!(fs::read(&bundle).unwrap(), b"new");
     }
 
     #[test]
