@@ -24,7 +24,15 @@ check 'FIXME' 'FIXME left in' src tests
 check 'remove_dir_all' 'remove_dir_all crosses mounts and deletes by path; delete through git or a checked walker' src
 check '\.unlock\(' 'never unlock a lease: close the descriptor (LOCK_UN frees every inherited copy)' src
 check 'FlockOperation::Unlock|libc::LOCK_UN' 'never LOCK_UN' src
-check 'Command::new' 'run git only through git.rs (launcher.rs runs the user command)' \
+check 'Command::new' 'run git only through the builder in src/git.rs (launcher.rs and launcher/join.rs run the user command)' \
   $(find src -name '*.rs' | grep -v -e '^src/git.rs$' -e '^src/launcher.rs$' -e '^src/launcher/join.rs$')
+# The floors (ARCHITECTURE.md): git commands are built only in git/, one
+# typed function per subcommand in git/ops.rs.
+check '\.(cmd|plain|user|far_side)\(' 'build git commands only in src/git/ (add a typed function to src/git/ops.rs)' \
+  $(find src -name '*.rs' | grep -v -e '^src/git.rs$' -e '^src/git/')
+# unsafe: os/process.rs (signals, kcmp) and git/libgit2.rs (git2's global
+# config search path, an `unsafe fn` with no safe equivalent) only.
+check '\bunsafe[[:space:]]*(\{|fn|impl)|unsafe_code' 'unsafe only in src/os/process.rs and src/git/libgit2.rs' \
+  $(find src -name '*.rs' | grep -v -e '^src/os/process.rs$' -e '^src/git/libgit2.rs$')
 check 'new\("kill"\)' 'signal processes with rustix, never kill(1): a negative pid argument was seen becoming kill(-1, SIGKILL)' src tests
 exit $status
