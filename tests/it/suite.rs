@@ -24,8 +24,14 @@ fn a_skipped_test_is_counted_as_skipped_not_passed() {
     let log = "\
 running 3 tests
 test a::runs ... ok
-test a::needs_root ... ok
+test a::needs_root ... SKIPPED: a::needs_root (needs root: chowns)
+ok
 test a::broke ... FAILED
+
+failures:
+
+---- a::broke stdout ----
+assertion failed
 
 test result: FAILED. 2 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.01s
 
