@@ -1,13 +1,21 @@
 #!/usr/bin/env python3
-"""Helpers for scripts/bench: fixtures, trace parsing, and the report.
+"""Helpers for scripts/bench: fixtures, measurements, trace parsing, and the
+report. Subcommands (scripts/bench calls them):
 
-Subcommands (scripts/bench calls them; nothing here runs lease itself):
   repo FILES COMMITS           a git fast-import stream on stdout
+  history COMMITS              a long, narrow history (fast-import stream)
   records PIDFILE HOME:N ...   generated records (and live holders) per state root
-  spawns NAMES TIMING...       git spawns of one scenario from strace output (JSON)
+  spawns NAMES UNTRACED OWN TIMING...  git spawns of one scenario from strace output (JSON)
+  bundles STATE-ROOT BUNDLE    lease's bundle bytes against git's (JSON)
+  mem PID                      one process's smaps_rollup and status (one JSON line)
+  keeper LEASE STATE-ROOT REPO issue 17's keeper, measured once `lease create` exists
+  count-tree DIR               files, directories and links under DIR (JSON)
+  walks TRACE TOP TREE         tree passes per process in a `strace -f -y` trace (JSON)
+  diag DIR OUT                 the diagnosis files of one filesystem, summarized (JSON)
   report DIR OUT               docs/PERFORMANCE.md from everything in DIR
 """
 
+import collections
 import copy
 import fcntl
 import glob
@@ -404,571 +412,777 @@ def read(d, name, default=""):
         return default
 
 
+def gen_history(commits):
+    """A fast-import stream of a long history: 100 files, then `commits - 1`
+    commits that each rewrite one of them (issue 18's repository without a
+    remote)."""
+    rnd = random.Random(5)
+    out = sys.stdout.buffer
+    paths = ["src/m%02d/d%02d/f%04d.txt" % (i % 50, (i // 50) % 10, i) for i in range(100)]
+    for c in range(commits):
+        out.write(
+            b"commit refs/heads/main\ncommitter Bench <bench@example.com> %d +0000\n"
+            % (1700000000 + c * 60)
+        )
+        msg = b"history commit %d\n" % c
+        out.write(b"data %d\n%s" % (len(msg), msg))
+        for p in paths if c == 0 else [rnd.choice(paths)]:
+            data = ("%s rev %d %08x\n" % (p, c, rnd.getrandbits(32))).encode() * rnd.randrange(4, 20)
+            out.write(b"M 100644 inline %s\ndata %d\n%s\n" % (p.encode(), len(data), data))
+        out.write(b"\n")
+
+
+def bundles(state_root, git_bundle):
+    """Bytes of lease's bundles under STATE_ROOT (median), how many, the
+    commits each archived (from the records), and git's own bundle's bytes."""
+    sizes = sorted(os.path.getsize(p) for p in glob.glob(os.path.join(state_root, "archives", "*", "*.bundle")))
+    commits = set()
+    for p in glob.glob(os.path.join(state_root, "records", "*.json")):
+        try:
+            a = json.load(open(p)).get("archive")
+        except (OSError, ValueError):
+            continue
+        if a:
+            commits.add(a.get("commits"))
+    return {
+        "lease_bytes": statistics.median(sizes) if sizes else None,
+        "count": len(sizes),
+        "commits": sorted(c for c in commits if c is not None),
+        "git_bytes": os.path.getsize(git_bundle) if os.path.exists(git_bundle) else None,
+    }
+
+
+def mem(pid):
+    """One process's memory, from /proc/PID/smaps_rollup and status (kB)."""
+    v = {}
+    with open("/proc/%d/smaps_rollup" % pid) as f:
+        for line in f:
+            m = re.match(r"^(\w+):\s+(\d+) kB", line)
+            if m:
+                v[m.group(1)] = int(m.group(2))
+    st = {}
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            k, _, rest = line.partition(":")
+            st[k] = rest.strip()
+    return {
+        "rss_kib": v.get("Rss"),
+        "pss_kib": v.get("Pss"),
+        "uss_kib": v.get("Private_Clean", 0) + v.get("Private_Dirty", 0) + v.get("Private_Hugetlb", 0),
+        "private_clean_kib": v.get("Private_Clean"),
+        "private_dirty_kib": v.get("Private_Dirty"),
+        "anon_kib": v.get("Anonymous"),
+        "hwm_kib": int(st.get("VmHWM", "0 kB").split()[0]),
+        "threads": int(st.get("Threads", "0")),
+    }
+
+
+def keeper(lease, state_root, repo):
+    """Issue 17's keeper, once `lease create` exists: a worktree created
+    bound to a `sleep`, the keeper found as the process other than the
+    sleep that holds the new lease file open, its memory read, then the
+    sleep ended. Best effort: the report shows what it found."""
+    env = dict(os.environ, LEASE_HOME=state_root)
+    sl = subprocess.Popen(["sleep", "120"], stdin=subprocess.DEVNULL)
+    try:
+        out = subprocess.run(
+            [lease, "create", "--repo", repo, "--bind-pid", str(sl.pid), "--json"],
+            env=env, capture_output=True, text=True, timeout=300,
+        )
+        if out.returncode != 0:
+            return {"error": "lease create exited %d: %s" % (out.returncode, out.stderr.strip()[:300])}
+        leases = os.path.realpath(os.path.join(state_root, "leases"))
+        found = None
+        for fd in glob.glob("/proc/[0-9]*/fd/*"):
+            try:
+                tgt = os.readlink(fd)
+            except OSError:
+                continue
+            pid = int(fd.split("/")[2])
+            if tgt.startswith(leases + "/") and pid not in (sl.pid, os.getpid()):
+                found = pid
+                break
+        if found is None:
+            return {"error": "no process other than the bound one holds a lease file"}
+        m = mem(found)
+        m["pid_comm"] = open("/proc/%d/comm" % found).read().strip()
+        return m
+    finally:
+        sl.kill()
+        sl.wait()
+
+
+def count_tree(top):
+    """Files, directories and symlinks under TOP (not following links), the
+    top directory itself counted."""
+    files = dirs = links = 0
+    for _root, ds, fs in os.walk(top):
+        dirs += 1
+        for n in ds + fs:
+            if os.path.islink(os.path.join(_root, n)):
+                links += 1
+        files += sum(1 for n in fs if not os.path.islink(os.path.join(_root, n)))
+    return {"files": files, "dirs": dirs, "links": links, "entries": files + dirs + links}
+
+
+# --------------------------------------------------------------------------
+# Diagnosis: strace -c tables, event traces, callgrind, massif, tree walks
+
+SC_LINE = re.compile(r"^\s*([\d.]+)\s+([\d.]+)\s+(\d+)\s+(\d+)(?:\s+(\d+))?\s+(\w+)\s*$")
+
+
+def strace_c(path):
+    """`strace -c` summary: {syscall: [calls, errors]} and the total calls."""
+    calls = {}
+    try:
+        lines = open(path).read().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        m = SC_LINE.match(line)
+        if m and m.group(6) != "total":
+            calls[m.group(6)] = [int(m.group(4)), int(m.group(5) or 0)]
+    return {"calls": calls, "total": sum(c for c, _ in calls.values())}
+
+
+def events(path):
+    """From `strace -f -y -e trace=fsync,...,clone*,execve`: threads and
+    processes created, exec attempts (PATH tries included) and the programs
+    exec'd, and each fsync with the file it synced."""
+    try:
+        lines = open(path, errors="replace").read().splitlines()
+    except OSError:
+        return None
+    pc = proc_counts(path)
+    out = {"threads": 0, "processes": pc["forks"], "exec_attempts": 0, "execs": pc["execs"], "fsyncs": []}
+    for line in lines:
+        m = re.match(r"^(\d+)\s+(.*)$", line)
+        rest = m.group(2) if m else line
+        if re.match(r"^(clone3?|fork|vfork)\(", rest) and "CLONE_THREAD" in rest:
+            out["threads"] += 1
+        elif rest.startswith("execve("):
+            out["exec_attempts"] += 1
+        elif re.match(r"^(fsync|fdatasync|sync_file_range)\(", rest):
+            f = re.search(r"\(\d+<([^>]*)>", rest)
+            out["fsyncs"].append(f.group(1) if f else "?")
+    return out
+
+
+def proc_counts(path):
+    """From `strace -f -e trace=clone*,fork,vfork,execve`: processes forked
+    (threads apart) and the programs exec'd, in order (ENOENT PATH tries
+    apart)."""
+    pend = {}
+    forks = 0
+    execs = []
+    for line in open(path, errors="replace"):
+        m = re.match(r"^(\d+)\s+(.*)$", line.rstrip("\n"))
+        pid, rest = (int(m.group(1)), m.group(2)) if m else (0, line.rstrip("\n"))
+        if re.match(r"^(clone3?|fork|vfork)\(", rest) and "CLONE_THREAD" not in rest:
+            forks += 1
+        elif rest.startswith("execve("):
+            s = STR.search(rest)
+            if "<unfinished" in rest:
+                pend[pid] = s.group(1) if s else "?"
+            elif re.search(r"\)\s+=\s+0\b", rest) and s:
+                execs.append(os.path.basename(s.group(1)))
+        elif rest.startswith("<... execve resumed>") and re.search(r"=\s+0\b", rest) and pid in pend:
+            execs.append(os.path.basename(pend.pop(pid)))
+    return {"forks": forks, "execs": execs}
+
+
+CURATED = [
+    ("dynamic loading and relocation (`ld.so`)", ["_dl_start"]),
+    ("argument parsing (clap)", ["clap_builder::builder::command::Command::try_get_matches_from"]),
+    ("policy: config files and resolution", ["lease::policy::load_layers", "lease::policy::resolve"]),
+    ("logging set-up", ["lease::cli::log::install"]),
+    ("registry scan (every record read and parsed)", ["lease::registry::Registry::scan"]),
+    ("registry reads (`load`, all callers)", ["lease::registry::Registry::load"]),
+    ("registry writes (`update`: read, lock, write)", ["lease::registry::Registry::update"]),
+    ("record serialization and atomic write (`write`)", ["lease::registry::Registry::write"]),
+    ("audit line (`Audit::append`)", ["lease::audit::Audit::append"]),
+    ("libgit2: open the repository (`Reader::open`)", ["lease::git::libgit2::Reader::open"]),
+    ("the worktree list (`git::worktrees`)", ["lease::git::worktrees"]),
+    ("the outcome's HEAD (`Reader::head_commit`)", ["lease::git::libgit2::Reader::head_commit"]),
+    ("git binary resolution (`Git::resolve_lazy`)", ["lease::git::Git::resolve_lazy"]),
+    ("join: lease opened and locked twice, record updated", ["lease::launcher::join_session"]),
+    ("signal handling set-up (signal-hook)", ["signal_hook::iterator::SignalsInfo<E>::new"]),
+    ("the forwarder thread's spawn", ["std::thread::Builder::spawn_unchecked", "std::thread::spawn"]),
+    ("serde_json into `Value`, then into the record", ["serde_json::value::de::<impl serde_core::de::Deserialize for serde_json::value::Value>::deserialize"]),
+    ("malloc + free (all callers)", ["malloc", "free"]),
+    ("the `/proc` holder scan (`holders_of`)", ["lease::os::procfs::holders_of"]),
+    ("the reconciler's scan (`reap::scan`)", ["lease::reap::scan::scan"]),
+    ("`list`'s JSON (`record_json`)", ["lease::cli::record_json"]),
+    ("pretty-printing the JSON", ["serde_json::ser::to_string_pretty"]),
+    ("the tree walk (`os::walk::inventory`)", ["lease::os::walk::inventory"]),
+    ("the process audit (`procfs::audit`)", ["lease::os::procfs::audit"]),
+]
+
+
+def callgrind_funcs(path):
+    """Inclusive instruction counts per function name (the max over the
+    objects it appears in) and the program total."""
+    try:
+        out = subprocess.run(
+            ["callgrind_annotate", "--inclusive=yes", "--threshold=100", path],
+            capture_output=True, text=True,
+        ).stdout
+    except OSError:
+        return None
+    total, funcs = 0, {}
+    for line in out.splitlines():
+        m = re.match(r"^\s*([\d,]+) \(\s*[\d.]+%\)\s+(.*)$", line)
+        if not m:
+            continue
+        ir = int(m.group(1).replace(",", ""))
+        what = m.group(2)
+        if "PROGRAM TOTALS" in what:
+            total = ir
+            continue
+        what = re.sub(r"\s+\[[^\]]*\]\s*$", "", what)
+        name = what.split(":", 1)[1] if ":" in what else what
+        name = re.sub(r"\s+\(\d+x\)$", "", name.strip())
+        name = re.sub(r"'\d+$", "", name)
+        funcs[name] = max(funcs.get(name, 0), ir)
+    if not total:
+        return None
+    return {"total": total, "funcs": funcs}
+
+
+def callgrind_summary(path, top=12):
+    c = callgrind_funcs(path)
+    if not c:
+        return None
+    f = c["funcs"]
+    cur = []
+    for label, names in CURATED:
+        v = sum(f.get(n, 0) for n in names) if label.startswith("malloc") else max((f.get(n, 0) for n in names), default=0)
+        if v:
+            cur.append((label, v))
+    skip = ("lease::main", "lease::cli::run")
+    own = [(k, v) for k, v in sorted(f.items(), key=lambda kv: -kv[1]) if k.startswith("lease::") and k not in skip]
+    return {"total": c["total"], "curated": cur, "lease": own[:top]}
+
+
+def massif(path):
+    """Peak heap (bytes, useful + allocator overhead) and the heap at the
+    last snapshot, from a massif output file."""
+    try:
+        text = open(path).read()
+    except OSError:
+        return None
+    snaps = []
+    for block in text.split("snapshot=")[1:]:
+        h = re.search(r"mem_heap_B=(\d+)", block)
+        e = re.search(r"mem_heap_extra_B=(\d+)", block)
+        if h:
+            snaps.append(int(h.group(1)) + (int(e.group(1)) if e else 0))
+    if not snaps:
+        return None
+    return {"peak_bytes": max(snaps), "last_bytes": snaps[-1], "snapshots": len(snaps)}
+
+
+WALK_CALLS = ("getdents64", "openat", "open", "statx", "newfstatat", "lstat", "stat", "fstatat64", "unlink", "unlinkat", "rmdir", "chdir")
+
+
+def walks(trace, top, tree):
+    """Per process of a `strace -f -y` trace: how often it read and statted
+    the tree under TOP. A readdir pass is one getdents64 that returned 0
+    per directory; a stat pass one stat-family call per entry."""
+    top = os.path.realpath(top).rstrip("/")
+    tree = json.load(open(tree))
+    cwd, parent, prog, pending, pexec = {}, {}, {}, {}, {}
+    stats = {}
+
+    def inside(p):
+        return p == top or p.startswith(top + "/")
+
+    def resolve(pid, dirfd, path):
+        if path.startswith("/"):
+            return os.path.normpath(path)
+        if dirfd:
+            return os.path.normpath(os.path.join(dirfd, path)) if path else dirfd
+        base = cwd.get(pid)
+        return os.path.normpath(os.path.join(base, path)) if base else None
+
+    def st(pid):
+        return stats.setdefault(pid, {"getdents": 0, "readdir_end": 0, "dir_opens": 0, "file_opens": 0, "stats": 0, "unlinks": 0})
+
+    for line in open(trace, errors="replace"):
+        m = re.match(r"^(\d+)\s+(.*)$", line.rstrip("\n"))
+        if not m:
+            continue
+        pid, rest = int(m.group(1)), m.group(2)
+        if rest.startswith("<... "):
+            r = re.match(r"^<\.\.\. (\w+) resumed>.*=\s+(-?\d+)", rest)
+            if r and r.group(1) == "getdents64" and pending.pop(pid, False) and r.group(2) == "0":
+                st(pid)["readdir_end"] += 1
+            if r and r.group(1) == "execve" and pid in pexec and r.group(2) == "0":
+                prog[pid] = pexec.pop(pid)
+            continue
+        cm = re.match(r"^(\w+)\((.*)$", rest)
+        if not cm:
+            continue
+        call, args = cm.group(1), cm.group(2)
+        if call in ("clone", "clone3", "vfork", "fork"):
+            r = re.search(r"=\s+(\d+)", rest)
+            if r and "CLONE_THREAD" not in rest:
+                child = int(r.group(1))
+                parent[child] = pid
+                cwd[child] = cwd.get(pid)
+                prog.setdefault(child, prog.get(pid, "?"))
+            continue
+        if call == "execve":
+            s = STR.search(args)
+            argv = STR.findall(args[args.index("[") :].split("]")[0]) if "[" in args else []
+            name = " ".join(short_argv(argv, os.environ.get("BENCH_TMP", "")).split()[:4]) if argv else (s.group(1) if s else "?")
+            if "<unfinished" in rest:
+                pexec[pid] = name
+            elif re.search(r"=\s+0\b", rest):
+                prog[pid] = name
+            continue
+        if call not in WALK_CALLS:
+            continue
+        dm = re.match(r"^(\d+)<([^>]*)>", args)
+        dirfd = dm.group(2) if dm else None
+        s = STR.search(args)
+        path = s.group(1) if s else None
+        if call == "chdir":
+            if path and re.search(r"=\s+0\b", rest):
+                cwd[pid] = resolve(pid, None, path)
+            continue
+        if call == "getdents64":
+            if dirfd and inside(dirfd):
+                st(pid)["getdents"] += 1
+                if "<unfinished" in rest:
+                    pending[pid] = True
+                elif re.search(r"=\s+0$", rest):
+                    st(pid)["readdir_end"] += 1
+            continue
+        if path is None:
+            continue
+        p = resolve(pid, dirfd, path)
+        if not p or not inside(p):
+            continue
+        if call in ("openat", "open"):
+            if re.search(r"=\s+-1\b", rest):
+                continue
+            if "O_DIRECTORY" in args:
+                st(pid)["dir_opens"] += 1
+            else:
+                st(pid)["file_opens"] += 1
+        elif call in ("unlink", "unlinkat", "rmdir"):
+            st(pid)["unlinks"] += 1
+        else:
+            st(pid)["stats"] += 1
+    procs = []
+    for pid, s in stats.items():
+        if not any(s.values()):
+            continue
+        s = dict(s)
+        s["pid"] = pid
+        s["prog"] = prog.get(pid, "?")
+        s["readdir_passes"] = s["readdir_end"] / tree["dirs"] if tree["dirs"] else 0
+        s["stat_passes"] = s["stats"] / tree["entries"] if tree["entries"] else 0
+        procs.append(s)
+    procs.sort(key=lambda s: s["pid"])
+    return {"tree": tree, "procs": procs}
+
+
+def diag(g, out):
+    """Everything the diagnosis steps of one filesystem left in G, as JSON."""
+    j = lambda n: os.path.join(g, n)  # noqa: E731
+    d = {"syscalls": {}, "events": {}, "callgrind": {}, "massif": {}, "shim": {}}
+    for n in ("launch", "flock", "floor1", "launch10k", "list10k", "reap10k", "cat10k", "retire"):
+        d["syscalls"][n] = strace_c(j("sc-%s.txt" % n))
+    for n in ("launch", "flock"):
+        d["events"][n] = events(j("ev-%s.txt" % n))
+    for n in ("launch", "launch1k", "launch10k", "version", "flock", "floor1", "join", "list1k", "list10k", "reap1k", "reap10k", "retire"):
+        d["callgrind"][n] = callgrind_summary(j("cg-%s.out" % n))
+    for n in ("launch", "launch10k"):
+        d["massif"][n] = massif(j("massif-%s.out" % n))
+    for n in ("shim-held", "shim-lost", "proto-held", "proto-lost", "git-plain"):
+        try:
+            d["shim"][n] = proc_counts(j(n + ".txt"))
+        except OSError:
+            d["shim"][n] = None
+    try:
+        d["path_entries"] = int(open(j("path_entries")).read().strip())
+    except (OSError, ValueError):
+        d["path_entries"] = None
+    json.dump(d, open(out, "w"), indent=1)
+
+
+# --------------------------------------------------------------------------
+# Report
+
+
+class Run:
+    """Everything one filesystem's rows and diagnosis left in DIR/FS."""
+
+    def __init__(self, d, fs):
+        self.fs, self.dir = fs, os.path.join(d, fs)
+        self.rows = {}
+        for p in sorted(glob.glob(os.path.join(self.dir, "hf", "*.json"))):
+            row, rnd, name = os.path.basename(p)[: -len(".json")].split("__")
+            res = json.load(open(p))["results"][0]
+            r = self.rows.setdefault(row, {"times": {}, "rounds": {}})
+            r["times"].setdefault(name, []).extend(res["times"])
+            r["rounds"].setdefault(name, {})[int(rnd)] = statistics.median(res["times"]) * 1000
+        self.j = lambda n, default=None: _load(os.path.join(self.dir, n), default)
+        self.diag = self.j("diag.json", {}) or {}
+        self.sp = {k: self.j("spawns-%s.json" % k) for k in ("adopt", "create", "retire", "bundle")}
+        self.mem = {}
+        for k in ("adopt1", "adopt10k", "create", "flock", "adopt1shared"):
+            try:
+                vals = [json.loads(x) for x in open(os.path.join(self.dir, "mem." + k)).read().split("\n") if x.strip()]
+            except OSError:
+                vals = []
+            if vals:
+                self.mem[k] = {f: statistics.median([v[f] for v in vals if v.get(f) is not None]) for f in vals[0]}
+                self.mem[k]["n"] = len(vals)
+        self.checks = read(self.dir, "checks.txt").splitlines()
+
+    def med(self, row, name):
+        t = self.rows.get(row, {}).get("times", {}).get(name)
+        return statistics.median(t) * 1000 if t else None
+
+    def n(self, row, name):
+        return len(self.rows.get(row, {}).get("times", {}).get(name, []))
+
+    def per(self, row, f):
+        """f(round's medians by name) for every round that has them all."""
+        rr = self.rows.get(row, {}).get("rounds", {})
+        ks = set.intersection(*(set(v) for v in rr.values())) if rr else set()
+        out = []
+        for k in sorted(ks):
+            try:
+                v = f({name: rr[name][k] for name in rr})
+            except (KeyError, ZeroDivisionError):
+                continue
+            if v is not None:
+                out.append(v)
+        return out
+
+    def ratio(self, row, a, b):
+        return stat(self.per(row, lambda m: m[a] / m[b]))
+
+
+def _load(path, default=None):
+    try:
+        return json.load(open(path))
+    except (OSError, ValueError):
+        return default
+
+
+def stat(per):
+    """(median, (q1, q3)) of per-round values; the range below 4 rounds."""
+    if not per:
+        return (None, (None, None))
+    s = sorted(per)
+    if len(s) >= 4:
+        q = statistics.quantiles(s, n=4)
+        sp = (q[0], q[2])
+    else:
+        sp = (s[0], s[-1])
+    return (statistics.median(s), sp)
+
+
+def fx(x):
+    return "n/a" if x is None else ("%.2fx" % x if x < 100 else "%.0fx" % x)
+
+
+def mib(kib):
+    return "n/a" if kib is None else "%.2f MiB" % (kib / 1024)
+
+
+def ir(x):
+    if x is None:
+        return "n/a"
+    if x >= 1e9:
+        return "%.2f G" % (x / 1e9)
+    if x >= 1e6:
+        return "%.2f M" % (x / 1e6)
+    if x >= 1e3:
+        return "%.0f k" % (x / 1e3)
+    return "%d" % x
+
+
+def verdict(ok, applies=True):
+    if ok is None:
+        return "n/a"
+    v = "**pass**" if ok else "**FAIL**"
+    return v if applies else "(%s: target is on tmpfs)" % ("pass" if ok else "fail")
+
+
+def spread(s):
+    lo, hi = s
+    return "" if lo is None else "%s–%s" % (fx(lo), fx(hi))
+
+
+def find(spawns, prefix):
+    return [x for x in spawns if x["cmd"].startswith(prefix)]
+
+
+def total(xs):
+    return sum(x["ms"] or 0 for x in xs)
+
+
+def gits(sp_):
+    return [x for x in sp_["spawns"] if x["cmd"].startswith("git")] if sp_ else []
+
+
+def pct(x):
+    return ("%.1f%%" % (100 * x)) if x < 0.1 else ("%.0f%%" % (100 * x))
+
+
+def results(run, meta):
+    """The issue 19 rows of one filesystem: (key, label, lease, baseline,
+    ratio, spread, target, verdict)."""
+    r, fs = run, run.fs
+    on_tmpfs = fs == "tmpfs"
+    out = []
+
+    def add(key, label, lease, base, st, target, ok, applies=True):
+        out.append((key, label, lease, base, fx(st[0]) if isinstance(st, tuple) else st,
+                    spread(st[1]) if isinstance(st, tuple) else "", target, verdict(ok, applies)))
+
+    s = r.ratio("launch", "lease", "flock")
+    add("launch", "`lease exec --adopt W -- true` (n=%d)" % r.n("launch", "lease"), ms(r.med("launch", "lease")),
+        "`flock -s F true` %s" % ms(r.med("launch", "flock")), s, "<= 1.25x", None if s[0] is None else s[0] <= 1.25)
+    fl = r.mem.get("flock", {}).get("uss_kib")
+    for k, what in (("adopt1", "1 record"), ("adopt10k", "%s records" % format(meta["nrec_l"], ","))):
+        u = r.mem.get(k, {}).get("uss_kib")
+        add("uss-" + k, "launcher's private memory (USS) while its command runs, %s (n=%d)" % (what, r.mem.get(k, {}).get("n", 0)),
+            mib(u), "`flock(1)` %s" % mib(fl), fx(u / fl) if u and fl else "n/a", "<= 1 MiB",
+            None if u is None else u <= 1024)
+    for k, t in (("held", 1.3), ("lost", 1.6)):
+        s = r.ratio("shim", k, "git")
+        add("shim-" + k, "`git rev-parse HEAD` through `shim/git`, descriptor %s (n=%d)" % (k, r.n("shim", k)),
+            ms(r.med("shim", k)), "plain git %s" % ms(r.med("shim", "git")), s, "<= %.1fx" % t,
+            None if s[0] is None else s[0] <= t)
+    s = r.ratio("adoptscale", "k10", "one")
+    add("adopt10k", "`exec --adopt` with %s records (n=%d)" % (format(meta["nrec_l"], ","), r.n("adoptscale", "k10")),
+        ms(r.med("adoptscale", "k10")), "with 1 record %s" % ms(r.med("adoptscale", "one")), s, "<= 1.2x",
+        None if s[0] is None else s[0] <= 1.2)
+    s = r.ratio("list", "k10", "cat")
+    add("list-cat", "`list --json` of %s records (n=%d)" % (format(meta["nrec_l"], ","), r.n("list", "k10")),
+        ms(r.med("list", "k10")), "`cat` of their %s bytes %s" % (format(int(read(r.dir, "records_bytes", "0") or 0), ","), ms(r.med("list", "cat"))),
+        s, "<= 1.5x", None if s[0] is None else s[0] <= 1.5)
+    s = r.ratio("reap", "k10", "k1")
+    grow = meta["nrec_l"] / meta["nrec_s"]
+    add("reap", "`reap --dry-run --json`, %s vs %s records (n=%d)" % (format(meta["nrec_l"], ","), format(meta["nrec_s"], ","), r.n("reap", "k10")),
+        ms(r.med("reap", "k10")), "%s records %s" % (format(meta["nrec_s"], ","), ms(r.med("reap", "k1"))), s,
+        "linear: <= %.0fx (%.0fx records, 1.2x per record)" % (1.2 * grow, grow), None if s[0] is None else s[0] <= 1.2 * grow)
+    for row, files in (("retire", meta["files"]), ("retire50", meta["big_files"])):
+        if row not in r.rows:
+            out.append((row, "clean retire, %s files" % format(files, ","), "not measured", "", "", "", "<= 1.4x on tmpfs",
+                        "skipped on %s (its target is on tmpfs; BENCH_EXT4_BIG=1 measures it)" % fs))
+            continue
+        s = r.ratio(row, "clean", "remove")
+        add(row, "clean retire, %s files (n=%d)" % (format(files, ","), r.n(row, "clean")), ms(r.med(row, "clean")),
+            "`git worktree remove` %s" % ms(r.med(row, "remove")), s, "<= 1.4x on tmpfs",
+            None if s[0] is None else s[0] <= 1.4, on_tmpfs)
+    s = r.ratio("create", "lease", "git")
+    add("create", "`lease exec -- true`: create, run, retire (n=%d)" % r.n("create", "lease"), ms(r.med("create", "lease")),
+        "`git worktree add` + `remove` %s" % ms(r.med("create", "git")), s, "<= 1.2x on tmpfs",
+        None if s[0] is None else s[0] <= 1.2, on_tmpfs)
+    s = stat(r.per("retire", lambda m: (m["archive"] - m["clean"]) / m["bundlev"]))
+    a_ = r.med("retire", "archive")
+    c_ = r.med("retire", "clean")
+    add("archive", "what archiving one commit adds to a clean retire (n=%d)" % r.n("retire", "archive"),
+        ms(a_ - c_) if a_ and c_ else "n/a", "`git bundle create` + `verify` %s" % ms(r.med("retire", "bundlev")), s,
+        "<= 3x on tmpfs", None if s[0] is None else s[0] <= 3, on_tmpfs)
+    return out
+
+
+def earlier(run, meta):
+    """The issue 7 rows, kept: same commands, same targets."""
+    r = run
+    out = []
+    s = r.ratio("launch", "lease", "flock")
+    out.append(("`lease exec --adopt W -- true` vs `flock -s F true`", ms(r.med("launch", "lease")), ms(r.med("launch", "flock")),
+                fx(s[0]), spread(s[1]), "<= 1.5x", verdict(None if s[0] is None else s[0] <= 1.5)))
+    s = r.ratio("create", "lease", "git")
+    out.append(("`lease exec -- true` (create+retire) vs `git worktree add` + `remove`", ms(r.med("create", "lease")), ms(r.med("create", "git")),
+                fx(s[0]), spread(s[1]), "<= 1.3x", verdict(None if s[0] is None else s[0] <= 1.3)))
+    s = r.ratio("retire", "clean", "remove")
+    out.append(("clean `lease retire` vs `git worktree remove` (%s files)" % format(meta["files"], ","), ms(r.med("retire", "clean")), ms(r.med("retire", "remove")),
+                fx(s[0]), spread(s[1]), "<= 2.0x", verdict(None if s[0] is None else s[0] <= 2.0)))
+    s = r.ratio("retire", "archive", "bundle")
+    out.append(("`lease retire` archiving one commit vs `git bundle create`", ms(r.med("retire", "archive")), ms(r.med("retire", "bundle")),
+                fx(s[0]), spread(s[1]), "<= 2.0x", verdict(None if s[0] is None else s[0] <= 2.0)))
+    b = r.j("bundles.json", {}) or {}
+    bl, bg = b.get("lease_bytes"), b.get("git_bytes")
+    br = bl / bg if bl and bg else None
+    out.append(("bundle bytes (commits per bundle %s)" % b.get("commits"), "%s B" % (bl or "n/a"), "%s B" % (bg or "n/a"),
+                fx(br), "", "within 10%", verdict(None if br is None else abs(br - 1) <= 0.10)))
+    for row, what in (("list", "`lease list --json`"), ("reap", "`lease reap --dry-run --json`")):
+        a, b_ = r.med(row, "k1"), r.med(row, "k10")
+        s = r.ratio(row, "k10", "k1")
+        ok = None if b_ is None or s[0] is None else (b_ < 1000 and s[0] <= 12)
+        out.append(("%s at %s and %s records" % (what, format(meta["nrec_s"], ","), format(meta["nrec_l"], ",")),
+                    "%s; %s" % (ms(a), ms(b_)), "itself at %s" % format(meta["nrec_s"], ","), fx(s[0]), spread(s[1]),
+                    "larger < 1 s, ratio <= 12x", verdict(ok)))
+    hw = [r.mem.get(k, {}).get("hwm_kib") for k in ("create", "adopt1")]
+    fl = r.mem.get("flock", {}).get("hwm_kib")
+    ok = None if None in hw else max(hw) <= 8 * 1024
+    out.append(("launcher peak RSS (VmHWM): create; adopt", "%s; %s" % (mib(hw[0]), mib(hw[1])), "`flock(1)` %s" % mib(fl),
+                fx(hw[0] / fl) if hw[0] and fl else "n/a", "", "<= 8 MiB", verdict(ok)))
+    return out
+
+
 def report(d, out):
     meta = json.load(open(os.path.join(d, "meta.json")))
-    rows = {}
-    for row in ("launch", "create", "retire", "procs", "before", "bundle", "list", "reap", "adoptscale"):
-        times, rounds = load_row(d, row)
-        if times:
-            rows[row] = (
-                {k: statistics.median(v) * 1000 for k, v in times.items()},
-                {k: len(v) for k, v in times.items()},
-                rounds,
-            )
-
-    def med(row, name):
-        return rows.get(row, ({}, {}, {}))[0].get(name)
-
-    def n(row, name):
-        return rows.get(row, ({}, {}, {}))[1].get(name, 0)
-
-    def per_round(row, a, b):
-        r = rows.get(row, ({}, {}, {}))[2]
-        return [r[a][k] / r[b][k] for k in r.get(a, {}) if k in r.get(b, {}) and r[b][k]]
-
-    def ratio(row, a, b):
-        """The median of the per-round ratios: drift between rounds cancels."""
-        per = per_round(row, a, b)
-        return statistics.median(per) if per else None
-
-    def spread(row, a, b):
-        per = sorted(per_round(row, a, b))
-        if len(per) >= 4:
-            q = statistics.quantiles(per, n=4)
-            return (q[0], q[2])
-        return (per[0], per[-1]) if per else (None, None)
-
-    def fx(x):
-        return "n/a" if x is None else "%.2fx" % x
-
-    def verdict(ok):
-        return "n/a" if ok is None else ("**pass**" if ok else "**FAIL**")
-
-    rss = json.load(open(os.path.join(d, "rss.json")))
-    sp = {k: json.load(open(os.path.join(d, "spawns-%s.json" % k))) for k in ("adopt", "create", "retire", "bundle")}
-    extra = json.load(open(os.path.join(d, "extra.json")))
-    prof = json.load(open(os.path.join(d, "profile.json")))
+    runs = {fs: Run(d, fs) for fs in meta["fses"]}
+    main = runs.get("tmpfs") or runs.get("ext4")
     L = []
     w = L.append
-
     w("# Performance")
     w("")
     w(
-        "Generated by `scripts/bench` on %s, measuring commit `%s`%s; %s. "
-        "Every figure below comes from that one run. Absolute times on this shared "
-        "2-core machine are noise (other engineers compile on it); each target is a "
-        "ratio against a baseline measured in the same run, interleaved with it."
-        % (
-            meta["date"],
-            meta["commit"],
-            " (with uncommitted changes)" if meta["dirty"] else "",
-            "total runtime %s" % meta.get("runtime", "?"),
-        )
+        "Generated by `scripts/bench` on %s from commit `%s` (`src/` tree `%s`)%s%s; %s of measuring after "
+        "%s of building. Every figure below comes from that one run. Absolute times on this shared "
+        "2-core machine are noise (other engineers compile on it; see the load averages); each target is "
+        "a ratio against a baseline measured in the same run, interleaved with it, and *ratio* is the "
+        "median of the per-round ratios."
+        % (meta["date"], meta["commit"], meta["src_tree"], " (with uncommitted changes)" if meta["dirty"] else "",
+           " — **a BENCH_QUICK smoke pass: small fixtures, few rounds; not a measurement**" if meta.get("quick") else "",
+           meta["runtime"], meta["build"])
     )
     w("")
-    w("Reproduce (from a checkout; installs `hyperfine` and `strace` with apt-get if missing):")
+    w("Reproduce (from a checkout, as root or as an ordinary user; installs `hyperfine`, `strace` and `valgrind` with apt-get if missing):")
     w("")
     w("```sh")
-    w("scripts/bench                 # BENCH_RUNS=%d BENCH_ROUNDS=%d, about %s here" % (meta["runs"], meta["rounds"], meta.get("runtime", "?")))
-    w("BENCH_RUNS=60 scripts/bench   # more runs per row, proportionally longer")
+    w("scripts/bench                  # this report: every row on ext4 and tmpfs, then the diagnosis")
+    w("BENCH_QUICK=1 scripts/bench    # a smoke pass in a few minutes, written to target/PERFORMANCE-quick.md")
+    w("BENCH_RUNS=40 scripts/bench    # more rounds of the worktree rows, proportionally longer")
     w("```")
     w("")
     w("## Machine")
     w("")
     w("| | |")
     w("|---|---|")
-    for k in ("nproc", "kernel", "cpu", "git", "hyperfine", "rustc", "procs", "load_start", "load_end", "checkout"):
-        label = {
-            "nproc": "nproc",
-            "kernel": "kernel",
-            "cpu": "cpu",
-            "git": "git",
-            "hyperfine": "hyperfine",
-            "rustc": "rustc",
-            "procs": "processes in /proc at start",
-            "load_start": "load average at start",
-            "load_end": "load average at end",
-            "checkout": "one `git worktree add` of the 5,000-file fixture",
-        }[k]
+    for k, label in (("nproc", "nproc"), ("kernel", "kernel"), ("cpu", "cpu"), ("git", "git"), ("hyperfine", "hyperfine"),
+                     ("valgrind", "valgrind"), ("strace", "strace"), ("rustc", "rustc"), ("procs", "processes in /proc at start"),
+                     ("load_start", "load average at start (1, 5, 15 min)"), ("load_end", "load average at end")):
         w("| %s | %s |" % (label, meta.get(k, "?")))
+    w("| ext4 | the run's temporary directory under /tmp (`stat -f`: %s) |" % meta.get("ext4_type"))
+    w("| tmpfs | %s |" % (meta.get("tmpfs_note") or "not asked for (BENCH_FS)"))
+    for fs, r in runs.items():
+        w("| processes in /proc during the retire rows on %s | %s |" % (fs, read(r.dir, "procs_retire", "?")))
+        w("| one `git worktree add` on %s | %s ms (%s files)%s |"
+          % (fs, read(r.dir, "checkout_ms", "?"), format(meta["files"], ","),
+             ", %s ms (%s files)" % (read(r.dir, "checkout50_ms"), format(meta["big_files"], ",")) if read(r.dir, "checkout50_ms") else ""))
     w("")
 
-    # ---- summary table
-    launch_r = ratio("launch", "lease", "flock")
-    create_r = ratio("create", "lease", "git")
-    retire_r = ratio("retire", "lease", "git")
-    bundle_r = ratio("bundle", "lease", "git")
-    bytes_l, bytes_g = extra.get("bundle_bytes_lease"), extra.get("bundle_bytes_git")
-    bytes_r = bytes_l / bytes_g if bytes_l and bytes_g else None
-    l1, l10 = med("list", "k1"), med("list", "k10")
-    list_r = l10 / l1 if l1 and l10 else None
-    rss_l = rss.get("lease_create_kib")
-    rss_f = rss.get("flock_kib")
-
-    w("## Results")
+    # ---- issue 19
+    w("## Targets (issue 19)")
     w("")
     w(
-        "*lease* and *baseline* are medians over all runs (n = runs per command). *Ratio* is "
-        "the median of the per-round ratios (lease's median in a round over its baseline's in "
-        "the same round), so drift between rounds cancels; *spread* is the interquartile range "
-        "of those per-round ratios (their range when there are fewer than 4 rounds). The "
-        "worktree rows alternate lease and baseline run by run; the launch row runs %d "
-        "round(s) of %d. *lease − baseline* is the difference of the medians."
-        % (meta["rounds"], max(1, -(-meta["runs"] * 5 // meta["rounds"])))
+        "Every row on both filesystems. *lease* and *baseline* are medians over all runs; *ratio* is the "
+        "median of the per-round ratios (lease's median in a round over its baseline's in the same round), "
+        "*spread* their interquartile range (their range below 4 rounds). The launch, shim and registry "
+        "rows run %d rounds of %d runs per command (the registry rows %d rounds); the worktree rows %d rounds "
+        "of one run each on tmpfs, %d on ext4 (%d for %s files); the memory rows are medians of %d readings. "
+        "Retire, create and archive targets apply on tmpfs (issue 19); their ext4 verdicts are in parentheses."
+        % (meta["rounds"], meta["launch_runs"], meta.get("reg_rounds", meta["rounds"]), meta["runs"], max(3, meta["runs"] // 4),
+           meta["big_rounds"], format(meta["big_files"], ","), meta["mem_runs"])
     )
     w("")
-    w("| measure | lease | baseline | ratio | spread | lease − baseline | target | result |")
+    w("| row | fs | lease | baseline | ratio | spread | target | verdict |")
     w("|---|---|---|---|---|---|---|---|")
-
-    def over(row, a, b):
-        x, y = med(row, a), med(row, b)
-        return ("+" + ms(x - y)) if x is not None and y is not None and x >= y else (ms(x - y) if x is not None and y is not None else "")
-    s = spread("launch", "lease", "flock")
-    w(
-        "| `lease exec --adopt W -- true` (n=%d) | %s | `flock -s FILE true` %s; bare `true` %s (%s) | %s | %s–%s | %s | <= 1.5x flock(1) | %s |"
-        % (
-            n("launch", "lease"),
-            ms(med("launch", "lease")),
-            ms(med("launch", "flock")),
-            ms(med("launch", "true")),
-            "lease is " + fx(ratio("launch", "lease", "true")) + " bare `true`",
-            fx(launch_r),
-            fx(s[0]),
-            fx(s[1]),
-            over("launch", "lease", "flock"),
-            verdict(None if launch_r is None else launch_r <= 1.5),
-        )
-    )
-    s = spread("create", "lease", "git")
-    w(
-        "| `lease exec -- true` creating a worktree, then its retire (n=%d) | %s | `git worktree add` + `git worktree remove` %s | %s | %s–%s | %s | <= 1.3x | %s |"
-        % (n("create", "lease"), ms(med("create", "lease")), ms(med("create", "git")), fx(create_r), fx(s[0]), fx(s[1]), over("create", "lease", "git"), verdict(None if create_r is None else create_r <= 1.3) + " (see *Where the gaps come from*)")
-    )
-    s = spread("retire", "lease", "git")
-    w(
-        "| `lease retire` of a clean, pushed worktree (n=%d) | %s | `git worktree remove` %s | %s | %s–%s | %s | <= 2.0x | %s |"
-        % (n("retire", "lease"), ms(med("retire", "lease")), ms(med("retire", "git")), fx(retire_r), fx(s[0]), fx(s[1]), over("retire", "lease", "git"), verdict(None if retire_r is None else retire_r <= 2.0))
-    )
-    if "procs" in rows:
-        s = spread("procs", "many", "usual")
-        procs_r = ratio("procs", "many", "usual")
-        extra_n = extra.get("procs_extra", 500)
-        diff = (med("procs", "many") or 0) - (med("procs", "usual") or 0)
-        w(
-            "| `lease retire` of a clean worktree with %d more processes running (n=%d; /proc held %s processes at the row's start, %s with the extra ones, other users' included) | %s | the same retire without them %s | %s | %s–%s | %s (%s per 100 processes) | <= 1.5x (gate 4 is linear in processes) | %s |"
-            % (
-                extra_n,
-                n("procs", "many"),
-                extra.get("procs_usual", "?"),
-                extra.get("procs_with_extra", "?"),
-                ms(med("procs", "many")),
-                ms(med("procs", "usual")),
-                fx(procs_r),
-                fx(s[0]),
-                fx(s[1]),
-                over("procs", "many", "usual"),
-                ms(diff * 100 / extra_n) if extra_n else "n/a",
-                verdict(None if procs_r is None else procs_r <= 1.5),
-            )
-        )
-    if "before" in rows:
-        s = spread("before", "now", "before")
-        before_r = ratio("before", "now", "before")
-        w(
-            "| `lease retire` of a clean 5,000-file worktree, this commit against `%s` (n=%d) | %s | the same retire by `%s` %s | %s | %s–%s | %s | context, not a target | |"
-            % (
-                extra.get("before_rev", "?"),
-                n("before", "now"),
-                ms(med("before", "now")),
-                extra.get("before_rev", "?"),
-                ms(med("before", "before")),
-                fx(before_r),
-                fx(s[0]),
-                fx(s[1]),
-                over("before", "now", "before"),
-            )
-        )
-    s = spread("bundle", "lease", "git")
-    w(
-        "| `lease retire` archiving one unpushed commit (n=%d) | %s | `git bundle create` of that commit %s | %s | %s–%s | %s | <= 2.0x | %s |"
-        % (n("bundle", "lease"), ms(med("bundle", "lease")), ms(med("bundle", "git")), fx(bundle_r), fx(s[0]), fx(s[1]), over("bundle", "lease", "git"), verdict(None if bundle_r is None else bundle_r <= 2.0))
-    )
-    b_c = med("bundle", "clean")
-    if b_c and med("bundle", "lease") and med("bundle", "git"):
-        inc = med("bundle", "lease") - b_c
-        w(
-            "| what archiving adds: that retire minus a clean retire in the same rounds (n=%d) | %s | `git bundle create` %s | %s | | | context, not a target | |"
-            % (n("bundle", "clean"), ms(inc), ms(med("bundle", "git")), fx(inc / med("bundle", "git")))
-        )
-    w(
-        "| bundle bytes | %s B | %s B | %s | | | within 10%% | %s |"
-        % (bytes_l or "n/a", bytes_g or "n/a", fx(bytes_r), verdict(None if bytes_r is None else abs(bytes_r - 1) <= 0.10))
-    )
-    w(
-        "| `lease list --json`, 1k and 10k records (n=%d, %d) | 1k %s; 10k %s | itself at 1k | 10k/1k %s | | | 10k < 1 s, 10k/1k <= 12x | %s |"
-        % (
-            n("list", "k1"),
-            n("list", "k10"),
-            ms(l1),
-            ms(l10),
-            fx(list_r),
-            verdict(None if l10 is None else (l10 < 1000 and list_r <= 12)),
-        )
-    )
-    if "reap" in rows:
-        r1, r10 = med("reap", "k1"), med("reap", "k10")
-        rr = r10 / r1 if r1 and r10 else None
-        w(
-            "| `lease reap --dry-run --json`, 1k and 10k records | 1k %s; 10k %s | itself at 1k | 10k/1k %s | | | 10k < 1 s, 10k/1k <= 12x | %s |"
-            % (ms(r1), ms(r10), fx(rr), verdict(None if r10 is None else (r10 < 1000 and rr <= 12)))
-        )
-    else:
-        w("| `lease reap --dry-run --json` | pending: `lease reap` is not in this build (`lease reap --help` fails); the script measures it once it is | | | | | 10k < 1 s, 10k/1k <= 12x | pending |")
-    w(
-        "| launcher peak RSS (VmHWM) while `lease exec -- sleep 2` runs | %.1f MiB (adopt: %.1f MiB) | `flock(1)` %.1f MiB | %s | | | <= 8 MiB | %s |"
-        % (
-            (rss_l or 0) / 1024,
-            (rss.get("lease_adopt_kib") or 0) / 1024,
-            (rss_f or 0) / 1024,
-            fx(rss_l / rss_f if rss_l and rss_f else None),
-            verdict(None if rss_l is None else max(rss_l, rss.get("lease_adopt_kib") or 0) <= 8 * 1024),
-        )
-    )
+    res = {fs: results(r, meta) for fs, r in runs.items()}
+    keys = [x[0] for x in next(iter(res.values()))] if res else []
+    for i, _k in enumerate(keys):
+        for fs in runs:
+            x = res[fs][i]
+            w("| %s | %s | %s | %s | %s | %s | %s | %s |" % (x[1], fs, x[2], x[3], x[4], x[5], x[6], x[7]))
     w("")
-    a1, a10 = med("adoptscale", "k1"), med("adoptscale", "k10")
-    if a1 and a10:
-        w(
-            "Registry size also reaches `lease exec --adopt` (it parses every record to find the "
-            "one for its path): %s with 1k records, %s with 10k (%.1fx), against %s with the one "
-            "record of the launch row (n=%d each, same %d live holders as the list row)."
-            % (ms(a1), ms(a10), a10 / a1, ms(med("launch", "lease")), n("adoptscale", "k1"), meta["live"])
-        )
-        w("")
-    w("Checks made during the run: %s." % "; ".join(extra.get("checks", [])))
+    w("%d of %d rows pass on tmpfs, %d of %d on ext4." % (
+        sum(1 for x in res.get("tmpfs", []) if "pass" in x[7] and "fail" not in x[7].lower()), len(res.get("tmpfs", [])),
+        sum(1 for x in res.get("ext4", []) if x[7] == "**pass**" or x[7].startswith("(pass")), len(res.get("ext4", []))))
     w("")
-
-    # ---- gaps
-    w("## Where the gaps come from")
+    # ---- issue 7
+    w("## Earlier targets (issue 7), kept")
     w("")
-    sc = sp["create"]["spawns"]
-    if med("create", "lease") and med("create", "git"):
-        d_ = med("create", "lease") - med("create", "git")
-        common = total(find(sc, "git worktree add")) + total(find(sc, "git worktree remove"))
-        st_ = total(find(sc, "git status"))
-        rest_git = total([x for x in sc if x["cmd"].startswith("git")]) - common - st_
-        w(
-            "- **exec (create+retire)**: lease takes %s more than add+remove in the row. In the "
-            "spawn section's runs its own `worktree add` and `worktree remove` take %s together "
-            "(the baseline's work); on top of them it runs %d `git status` probes (%s), %d other "
-            "gits (%s), and spends %s of its own CPU (start-up, walks, `/proc` audit, records). "
-            "This run's ratio passes only because checkouts were slow: the fixture's checkout "
-            "took %s (Machine table). Against a 0.3 s add+remove (fast checkouts, as seen on this "
-            "machine earlier the same day) the same %s would be %.2fx, so the overhead, not this "
-            "run's verdict, is what the suggestions below target."
-            % (
-                ms(d_),
-                ms(common),
-                len(find(sc, "git status")),
-                ms(st_),
-                len([x for x in sc if x["cmd"].startswith("git")]) - len(find(sc, "git status")) - 2,
-                ms(rest_git),
-                ms(sp["create"].get("own_cpu_ms")),
-                meta.get("checkout", "?").split(" at the start")[0],
-                "+" + ms(d_),
-                (300 + d_) / 300,
-            )
-        )
-    sr = sp["retire"]["spawns"]
-    if med("retire", "lease") and med("retire", "git"):
-        w(
-            "- **retire (clean)**: in the spawn section's runs, `git worktree remove` inside lease's "
-            "retire takes %s (the baseline's median in the row: %s); the rest is %d other gits (%s, of which `git status` %s) and lease's "
-            "own work. The table in *Where a retire's time goes* splits it."
-            % (
-                ms(total(find(sr, "git worktree remove"))),
-                ms(med("retire", "git")),
-                len([x for x in sr if x["cmd"].startswith("git")]) - 1,
-                ms(total([x for x in sr if x["cmd"].startswith("git") and not x["cmd"].startswith("git worktree remove")])),
-                ms(total(find(sr, "git status"))),
-            )
-        )
-    if med("bundle", "lease") and med("bundle", "git"):
-        w(
-            "- **retire with a bundle**: the target compares a whole retire (every gate, the "
-            "bundle, its verification in a scratch repository, and the removal of a 5,000-file "
-            "worktree) with `git bundle create` alone (%s). The removal by itself (`git worktree "
-            "remove`, the retire row's baseline) is %s, so no "
-            "retire can come within 2x of that baseline; the comparable figure is what archiving "
-            "adds to a clean retire, in the row below it. The bundle itself is within %s of "
-            "git's bytes."
-            % (
-                ms(med("bundle", "git")),
-                ms(med("retire", "git")),
-                ("%.0f%%" % (100 * abs(bytes_r - 1))) if bytes_r else "n/a",
-            )
-        )
-    if l1 and l10:
-        w(
-            "- **list**: every record with a lease costs one full `/proc` scan (see the first "
-            "suggestion): %s per record here, with %s processes. Both sizes are dominated by it, "
-            "so the ratio passes while 10k takes %s."
-            % (ms((l10 - l1) / 9000), extra.get("procs_during_list", "?"), ms(l10))
-        )
-    sa = sp["adopt"]
-    if med("launch", "lease") and med("launch", "flock"):
-        ga_ = [x for x in sa["spawns"] if x["cmd"].startswith("git")]
-        w_ = work(sa)
-        w(
-            "- **launch**: a join costs %s more than flock(1) in the row. In the spawn section's "
-            "runs git is %s of a join's sequential work: %d spawns (%s), against lease's own CPU "
-            "(%s) and %d fsyncs (%s)."
-            % (
-                ms(med("launch", "lease") - med("launch", "flock")),
-                pct(total(ga_) / w_) if w_ else "n/a",
-                len(ga_),
-                ms(total(ga_)),
-                ms(sa.get("own_cpu_ms")),
-                sa["fsyncs"],
-                ms(sa["fsync_ms"]),
-            )
-            + (
-                " A join starts no git any more; what it adds to flock(1)'s fork and exec is lease's "
-                "own start-up and checks (the lease file opened and checked twice, the registry read, "
-                "libgit2 opening the repository for the worktree list and the outcome's HEAD) and two "
-                "durable record updates (session start, session end: each a temporary file, fsync, "
-                "rename, directory fsync) plus an audit line. The target, 1.5x flock(1) = %s, leaves "
-                "%s for all of that above the %s of flock(1) itself, less than lease's own CPU and "
-                "fsyncs measured here; meeting it would mean dropping the durable session records "
-                "(SPEC principle 7: every transition is in the registry, atomic and fsynced), which this branch does not do."
-                % (
-                    ms(1.5 * med("launch", "flock")),
-                    ms(0.5 * med("launch", "flock")),
-                    ms(med("launch", "flock")),
-                )
-                if not ga_
-                else ""
-            )
-        )
+    w("The same commands and targets as before issue 19, measured in the same rounds as the rows above.")
     w("")
-
+    w("| row | fs | lease | baseline | ratio | spread | target | verdict |")
+    w("|---|---|---|---|---|---|---|---|")
+    ear = {fs: earlier(r, meta) for fs, r in runs.items()}
+    for i in range(len(next(iter(ear.values()))) if ear else 0):
+        for fs in runs:
+            x = ear[fs][i]
+            w("| %s | %s | %s | %s | %s | %s | %s | %s |" % (x[0], fs, x[1], x[2], x[3], x[4], x[5], x[6]))
+    w("")
+    # ---- placeholders
+    w("## Rows other issues need")
+    w("")
+    w("Each row is measured once its feature is in the binary (the probe named here); until then it is skipped and says so.")
+    w("")
+    w("| row | issue | fs | figure | baseline | target | status |")
+    w("|---|---|---|---|---|---|---|")
+    for fs, r in runs.items():
+        k = r.j("keeper.json")
+        hw = r.mem.get("create", {}).get("hwm_kib")
+        if meta.get("create_probe") and k and not k.get("error"):
+            w("| keeper peak RSS (VmHWM), next to the launcher's | 17 | %s | keeper %s (USS %s) | launcher %s | tiny: <= the launcher's | %s |"
+              % (fs, mib(k.get("hwm_kib")), mib(k.get("uss_kib")), mib(hw), verdict(k.get("hwm_kib") <= (hw or 0))))
+        elif meta.get("create_probe"):
+            w("| keeper peak RSS (VmHWM), next to the launcher's | 17 | %s | %s | launcher %s | tiny: <= the launcher's | not measured |"
+              % (fs, (k or {}).get("error", "?"), mib(hw)))
+        else:
+            w("| keeper peak RSS (VmHWM), next to the launcher's | 17 | %s | | launcher %s | tiny: <= the launcher's | not built yet (`lease create --help` fails) |" % (fs, mib(hw)))
+    w("| provisioning a 200 MB ignored tree: reflink vs copy | 18 | both | | `cp --reflink` / `cp` | | %s |"
+      % ("probe found `provision` in `lease config`; the row is not written yet: add it to scripts/bench" if meta.get("provision_probe")
+         else "not built yet (`lease config` lists no `provision`)"))
+    for fs, r in runs.items():
+        h = r.j("hist-bundles.json", {}) or {}
+        hl, hg = h.get("lease_bytes"), h.get("git_bytes")
+        a_, rm_, bv = r.med("hist", "archive"), r.med("hist", "remove"), r.med("hist", "bundlev")
+        ok = None if not (hl and hg) else hl <= 1.1 * hg
+        status = "**pass**" if ok else ("not built yet: lease bundles the whole history (%s commits per bundle)" % h.get("commits") if ok is False else "n/a")
+        w("| %s-commit repository without a remote: bundle bytes and retire time | 18 | %s | bundle %s B; archiving retire %s | `git bundle` of the unique commit %s B; `git worktree remove` %s + `bundle create` + `verify` %s | bytes within 10%% of git's | %s |"
+          % (format(meta["hist"], ","), fs, format(int(hl), ",") if hl else "n/a", ms(a_), format(hg, ",") if hg else "n/a", ms(rm_), ms(bv), status))
+    for fs, r in runs.items():
+        if "procs" not in r.rows:
+            continue
+        s = r.ratio("procs", "many", "usual")
+        extra_n = meta.get("procs_extra", 500)
+        mm, mu = r.med("procs", "many"), r.med("procs", "usual")
+        per100 = ms((mm - mu) * 100 / extra_n) if mm and mu and extra_n else "n/a"
+        w("| `lease retire` of a clean worktree with %d more processes running (n=%d; /proc held %s processes without them, %s with them, other users' included) | 14 | %s | %s (%s per 100 processes) | the same retire without them %s | <= 1.5x (gate 4 is linear in processes) | %s %s |"
+          % (extra_n, r.n("procs", "many"), read(r.dir, "procs_usual", "?"), read(r.dir, "procs_with_extra", "?"), fs,
+             ms(mm), per100, ms(mu), fx(s[0]), verdict(None if s[0] is None else s[0] <= 1.5)))
+    for fs, r in runs.items():
+        if "before" not in r.rows:
+            continue
+        s = r.ratio("before", "now", "before")
+        w("| `lease retire` of a clean %s-file worktree, this commit against `%s` (n=%d) | context | %s | %s | the same retire by `%s` %s | context, not a target | %s (spread %s) |"
+          % (format(meta["files"], ","), meta.get("before_rev", "?"), r.n("before", "now"), fs, ms(r.med("before", "now")),
+             meta.get("before_rev", "?"), ms(r.med("before", "before")), fx(s[0]), spread(s[1])))
+    w("")
+    w("Checks made during the run: %s." % "; ".join("%s: %s" % (fs, "; ".join(r.checks)) for fs, r in runs.items()))
+    w("")
+    # ---- where the time goes
+    where(w, runs, main, meta)
     # ---- spawns
-    def spawn_table(key, title):
-        s = sp[key]
-        total = s.get("untraced_ms")
-        git_direct = [x for x in s["spawns"] if x["cmd"].startswith("git")]
-        nested = sum(len(x["nested"]) for x in s["spawns"])
-        git_ms = sum(x["ms"] or 0 for x in git_direct)
-        other = [x for x in s["spawns"] if not x["cmd"].startswith("git")]
-        w("### %s" % title)
-        w("")
-        own_ = s.get("own_cpu_ms")
-        wsum = git_ms + (own_ or 0) + (s["fsync_ms"] or 0)
-        w(
-            "**%d git processes** started by lease (%d more started by those gits themselves)%s. "
-            "Their wall time sums to **%s**; lease's own CPU is %s and its %d fsyncs take %s, so "
-            "git is **%s** of the three together (untraced total of this scenario: %s)."
-            % (
-                len(git_direct),
-                nested,
-                (", plus the command (`%s`, %s)" % (other[0]["cmd"], ms(other[0]["ms"]))) if other else "",
-                ms(git_ms),
-                ms(own_),
-                s["fsyncs"],
-                ms(s["fsync_ms"]),
-                ("%.0f%%" % (100 * git_ms / wsum)) if own_ is not None and wsum else "n/a",
-                ms(total),
-            )
-        )
-        w("")
-        w("| # | command (lease's fixed `-c` overrides and `--no-optional-locks --no-replace-objects` left out) | ms | share of git + own CPU + fsync |")
-        w("|---|---|---|---|")
-        for i, x in enumerate(s["spawns"], 1):
-            cmd = x["cmd"].replace("|", "\\|")
-            nest = ("<br>↳ " + "<br>↳ ".join(y.replace("|", "\\|") for y in x["nested"])) if x["nested"] else ""
-            share = ("%.1f%%" % (100 * x["ms"] / wsum)) if own_ is not None and wsum and x["ms"] else ""
-            w("| %d | `%s`%s | %s | %s |" % (i, cmd, nest, ms(x["ms"]), share))
-        w("")
-        return git_ms, len(git_direct)
-
-    w("## Git spawns")
-    w("")
-    w(
-        "Counted with `strace -f -e trace=execve,clone,clone3,vfork,fork` (commands and their "
-        "parentage). Timed with a parent-only `strace -ttt -T`, which leaves the children "
-        "untraced (tracing them with `-f` slowed `git worktree add` about tenfold here): a "
-        "spawn's time runs from lease's `clone3` to the `wait4` that reaps it, so it includes "
-        "fork, exec and reading the output; median of %d traced runs per spawn. Lease's own "
-        "CPU time comes from `perf stat -e task-clock --no-inherit` on %d untraced runs of the "
-        "same scenario, alternated with the traced ones (their wall time is the *untraced "
-        "total*); a traced run's own total is not used, since tracing lease slows its ~20k "
-        "syscalls. *Share* is git's part of git wall time + lease's own CPU + fsync time, all "
-        "of which happen one after the other."
-        % (sp["retire"]["timing_runs"], sp["retire"].get("untraced_runs", 0))
-    )
-    w("")
-    w("| scenario | git spawns by lease | by those gits | git wall time | lease's own CPU | fsyncs | share | untraced total |")
-    w("|---|---|---|---|---|---|---|---|")
-    for key, label in (
-        ("adopt", "`lease exec --adopt W -- true` (join)"),
-        ("create", "`lease exec -- true` (create, run, retire)"),
-        ("retire", "`lease retire` (clean, pushed)"),
-        ("bundle", "`lease retire` (one unpushed commit)"),
-    ):
-        s_ = sp[key]
-        gd = [x for x in s_["spawns"] if x["cmd"].startswith("git")]
-        gm = total(gd)
-        own_ = s_.get("own_cpu_ms")
-        wsum = gm + (own_ or 0) + (s_["fsync_ms"] or 0)
-        w(
-            "| %s | %d | %d | %s | %s | %d, %s | %s | %s |"
-            % (
-                label,
-                len(gd),
-                sum(len(x["nested"]) for x in s_["spawns"]),
-                ms(gm),
-                ms(own_),
-                s_["fsyncs"],
-                ms(s_["fsync_ms"]),
-                ("%.0f%%" % (100 * gm / wsum)) if own_ is not None and wsum else "n/a",
-                ms(s_.get("untraced_ms")),
-            )
-        )
-    w("")
-    g_adopt = spawn_table("adopt", "`lease exec --adopt W -- true` (a join: the record exists)")
-    g_create = spawn_table("create", "`lease exec -- true`: create, run, retire")
-    g_retire = spawn_table("retire", "`lease retire` of a clean, pushed worktree")
-    g_bundle = spawn_table("bundle", "`lease retire` archiving one unpushed commit")
-
-    # ---- profile
-    w("## Where a retire's time goes")
-    w("")
-    sr_ = sp["retire"]
-    base = med("retire", "git") or 0
-    remove_ms = total(find(sr_["spawns"], "git worktree remove"))
-    status_ms = [x["ms"] or 0 for x in sr_["spawns"] if x["cmd"].startswith("git status")]
-    small = [x["ms"] or 0 for x in sr_["spawns"] if x["cmd"].startswith("git") and not x["cmd"].startswith(("git status", "git worktree remove"))]
-    parts = [
-        ("`git worktree remove` itself (git's own status and the deletion of the tree)", remove_ms),
-        ("%d `git status` probe(s) (gate 5; gate 7 repeats it only after archiving)" % len(status_ms), sum(status_ms)),
-        ("%d other git spawns (version, filter config, ls-files, private refs and reflogs)" % len(small), sum(small)),
-        ("lease's own CPU (start-up, one walk of the tree, `/proc` audit, libgit2 reads, records, audit log; perf, untraced runs)", sr_.get("own_cpu_ms") or 0),
-        ("%d fsyncs" % sr_["fsyncs"], sr_["fsync_ms"] or 0),
-    ]
-    sum_ = sum(v for _, v in parts)
-    w(
-        "A clean retire, split into its sequential parts (medians of the spawn section's runs; "
-        "their sum, %s, against an untraced total of %s in the same section and %s in the retire "
-        "row, whose baseline `git worktree remove` took %s):"
-        % (ms(sum_), ms(sr_.get("untraced_ms")), ms(med("retire", "lease")), ms(base))
-    )
-    w("")
-    w("| part | ms | share |")
-    w("|---|---|---|")
-    for label, v in parts:
-        w("| %s | %s | %s |" % (label, ms(v), ("%.0f%%" % (100 * v / sum_)) if sum_ else ""))
-    w("")
-    if prof.get("perf"):
-        pf = prof["perf"]
-        w(
-            "`perf stat -e task-clock` on one retire (software counters only; this VM exposes no "
-            "hardware counters): lease's own CPU %s (`--no-inherit`), lease and its children %s, "
-            "wall %s. %s"
-            % (
-                ms(pf.get("own_ms")),
-                ms(pf.get("all_ms")),
-                ms(pf.get("wall_ms")),
-                "Most of the wall time is spent in git processes and waiting on the disk, not in lease's code.",
-            )
-        )
-        w("")
-    if prof.get("functions"):
-        own = (prof.get("perf") or {}).get("own_ms")
-        w(
-            "`perf record -e cpu-clock --call-graph dwarf` on lease alone (`-i`: children not "
-            "followed), with a symbolized build of the same code (`CARGO_PROFILE_RELEASE_STRIP=false`, "
-            "`CARGO_PROFILE_RELEASE_DEBUG=line-tables-only`): where lease's own CPU goes, "
-            "user and kernel time of the syscalls it makes, inclusive of callees:"
-        )
-        w("")
-        w("| function | share of lease's own CPU | ≈ ms |")
-        w("|---|---|---|")
-        for name, share_ in prof["functions"]:
-            w("| `%s` | %.0f%% | %s |" % (name, share_, ms(own * share_ / 100) if own else ""))
-        w("")
-    if prof.get("syscalls"):
-        w("Lease's own syscalls during that retire (`strace -c`, lease only, counts):")
-        w("")
-        w("| syscall | calls |")
-        w("|---|---|")
-        for name, calls in prof["syscalls"][:10]:
-            w("| `%s` | %d |" % (name, calls))
-        w("")
-    if prof.get("callgrind"):
-        cg = prof["callgrind"]
-        w(
-            "`valgrind --tool=callgrind` on lease alone (children not traced), symbolized build "
-            "(`CARGO_PROFILE_RELEASE_STRIP=false`, same optimization): %s instructions in all. "
-            "Inclusive instruction counts of lease's functions:" % format(cg["total"], ",")
-        )
-        w("")
-        w("| function | instructions | share |")
-        w("|---|---|---|")
-        for name, ir in cg["functions"]:
-            w("| `%s` | %s | %.0f%% |" % (name, format(ir, ","), 100 * ir / cg["total"]))
-        w("")
-        if cg.get("note"):
-            w(cg["note"])
-            w("")
-
-    if prof.get("join_functions"):
-        w("## Where a join's time goes")
-        w("")
-        w(
-            "`perf record -e cpu-clock --call-graph dwarf` over %d joins (`lease exec --adopt W -- "
-            "true` of the spawn section's recorded worktree, symbolized build), samples of the "
-            "`lease` processes only: where a join's own CPU goes, inclusive of callees, user and "
-            "kernel time (a blocked fsync is off the CPU and not sampled; the spawn section times "
-            "those). `lease::git::libgit2` rows are the in-process libgit2 reads." % prof.get("join_runs", 0)
-        )
-        w("")
-        w("| function | share of a join's own CPU |")
-        w("|---|---|")
-        for name, share_ in prof["join_functions"]:
-            w("| `%s` | %.0f%% |" % (name, share_))
-        w("")
-    # ---- what changed
+    spawn_section(w, runs, main, meta)
     w("## What was cut (issue 7)")
     w("")
-    w(
-        "Git processes started by lease per scenario, counted by the spawn section above, "
-        "against the same count at commit `39cf86b` (this script's run before the cuts, "
-        "same fixture and method):"
-    )
+    w("Git processes started by lease per scenario, counted by the spawn section, against the same count at "
+      "commit `39cf86b` (this script's run before issue 7's cuts, same fixture and method):")
     w("")
-    w("| scenario | git spawns before | now |")
+    w("| scenario | git spawns before | now (%s) |" % main.fs)
     w("|---|---|---|")
     for key, title in SCENARIOS:
-        now = len([x for x in sp[key]["spawns"] if x["cmd"].startswith("git")])
-        w("| %s | %d | %d |" % (title, SPAWNS_BEFORE[key], now))
+        if main.sp.get(key):
+            w("| %s | %d | %d |" % (title, SPAWNS_BEFORE[key], len(gits(main.sp[key]))))
     w("")
     for line in CUTS:
         w("- " + line)
     w("")
-
-    # ---- suggestions
-    w("## What would still pay off")
-    w("")
-    w(
-        "Ranked by the share of its row's median each would remove, every gate kept. "
-        "Costs are the medians measured above."
-    )
-    w("")
-    sugg = suggestions(rows, sp, extra, prof, med)
-    for i, (title, body) in enumerate(sugg, 1):
-        w("%d. **%s** %s" % (i, title, body))
-        w("")
-
-    # ---- method
     w("## How it is measured")
     w("")
     for line in method_lines(meta):
@@ -976,6 +1190,449 @@ def report(d, out):
     w("")
     with open(out, "w") as f:
         f.write("\n".join(L))
+
+
+def cells(runs, f):
+    return " | ".join(f(r) for r in runs.values())
+
+
+def where(w, runs, main, meta):
+    fsl = list(runs)
+    d = main.diag
+    w("## Where the time goes")
+    w("")
+    w(
+        "Measured in the same run, mostly on %s (where issue 19 sets the worktree targets; fsync times on "
+        "both). Counts (syscalls, processes, instructions, tree passes) do not depend on the load; times do. "
+        "Instruction counts are `valgrind --tool=callgrind` of lease's own process (children not traced), "
+        "inclusive of callees, on a symbolized build of the same code "
+        "(`CARGO_PROFILE_RELEASE_STRIP=false CARGO_PROFILE_RELEASE_DEBUG=line-tables-only`). Each subsection "
+        "ends with what its figures point to." % main.fs
+    )
+    w("")
+
+    # ---- launch
+    w("### The launch: `exec --adopt W -- true` against `flock -s F true`")
+    w("")
+    w("The launch row's other commands, in the same rounds: the floor of a launcher doing lease's work "
+      "(`scripts/bench-floor.rs`, std only: open the lease without following links, check it by name and "
+      "descriptor, `flock` shared, read the record and write it back atomically before and after a "
+      "`posix_spawn`ed command) with 0, 1 or 6 fsyncs (lease makes 6 today: two record writes of file + "
+      "directory, two audit lines), or with each session line appended to a log instead of the record "
+      "rewritten, and `lease --version` (the binary's start-up and clap).")
+    w("")
+    w("| command | " + " | ".join("%s median | ratio to flock | spread" % fs for fs in fsl) + " |")
+    w("|---|" + "---|---|---|" * len(fsl))
+    for lab, what in (("lease", "`lease exec --adopt W -- true`"), ("flock", "`flock -s F true`"), ("true", "`true`"),
+                      ("floor0", "floor, 0 fsyncs"), ("floor1", "floor, 1 fsync"), ("floor6", "floor, 6 fsyncs"),
+                      ("floorapp", "floor, sessions appended (no rename, no fsync)"),
+                      ("version", "`lease --version`")):
+        w("| %s | %s |" % (what, " | ".join("%s | %s | %s" % (ms(r.med("launch", lab)), fx(r.ratio("launch", lab, "flock")[0]),
+                                                               spread(r.ratio("launch", lab, "flock")[1])) for r in runs.values())))
+    w("")
+    sc = d.get("syscalls", {})
+    la, fl_, f1 = sc.get("launch"), sc.get("flock"), sc.get("floor1")
+    if la and fl_ and f1:
+        w("Syscalls (`strace -f -c`, the command `true` included): lease %d, flock(1) %d, the 1-fsync floor %d. "
+          "The largest counts:" % (la["total"], fl_["total"], f1["total"]))
+        w("")
+        w("| syscall | lease | flock(1) | floor (1 fsync) |")
+        w("|---|---|---|---|")
+        for name, (c, e) in sorted(la["calls"].items(), key=lambda kv: -kv[1][0])[:16]:
+            w("| `%s` | %d%s | %s | %s |" % (name, c, " (%d failed)" % e if e else "", fl_["calls"].get(name, [0])[0], f1["calls"].get(name, [0])[0]))
+        w("")
+    ev, evf = d.get("events", {}).get("launch"), d.get("events", {}).get("flock")
+    if ev:
+        by = collections.Counter(re.sub(r"\.[0-9a-f]{32}\.json\.tmp-\d+$", ".<id>.json.tmp", re.sub(r"^.*/(state-[^/]*)/", r"\1/", p)) for p in ev["fsyncs"])
+        fs_ms = "; ".join("%s %s" % (fs, ms((r.sp.get("adopt") or {}).get("fsync_ms"))) for fs, r in runs.items())
+        w("- **fsyncs**: %d per launch (%s), taking %s in all (parent-only `strace -T`, median of %d)."
+          % (len(ev["fsyncs"]), ", ".join("`%s` ×%d" % (k, v) for k, v in by.items()), fs_ms, meta["timing_runs"]))
+        w("- **processes and threads**: lease creates %d thread(s) (the signal forwarder) and %d process(es) (the command); "
+          "%d `execve` attempts for %s, the rest ENOENT tries along PATH (flock(1): %d threads, %d processes, %d attempts)."
+          % (ev["threads"], ev["processes"], ev["exec_attempts"], ", ".join("`%s`" % e for e in ev["execs"]),
+             (evf or {}).get("threads", 0), (evf or {}).get("processes", 0), (evf or {}).get("exec_attempts", 0)))
+        w("- **git**: %s git processes in a join (spawn section)." % len(gits(main.sp.get("adopt"))))
+    cg = d.get("callgrind", {})
+    cl, cv, cf, c1 = cg.get("launch"), cg.get("version"), cg.get("flock"), cg.get("floor1")
+    if cl:
+        w("- **instructions**: a join executes %s instructions, `lease --version` %s, flock(1) %s, the 1-fsync floor %s."
+          % (ir(cl["total"]), ir((cv or {}).get("total")), ir((cf or {}).get("total")), ir((c1 or {}).get("total"))))
+    ma = d.get("massif", {})
+    if ma.get("launch"):
+        w("- **heap** (massif, useful + allocator overhead): peak %s at 1 record, %s at %s records."
+          % (kb(ma["launch"]["peak_bytes"]), kb((ma.get("launch10k") or {}).get("peak_bytes")), format(meta["nrec_l"], ",")))
+    w("")
+    if cl:
+        w("Where a join's instructions go (inclusive; the rows overlap where one calls another):")
+        w("")
+        w("| part | instructions | share |")
+        w("|---|---|---|")
+        for label, v in cl["curated"]:
+            w("| %s | %s | %s |" % (label, ir(v), pct(v / cl["total"])))
+        w("")
+
+    pts = []
+    for fs, r in runs.items():
+        fl = r.med("launch", "flock")
+        if not fl:
+            continue
+        pts.append("on %s the budget above flock(1) is %s (0.25 × %s); lease spends %s more, the 1-fsync floor %s, "
+                   "`lease --version` alone %s" % (fs, ms(0.25 * fl), ms(fl), ms(r.med("launch", "lease") - fl),
+                                                  ms(r.med("launch", "floor1") - fl), ms(r.med("launch", "version") - fl)))
+    if pts:
+        w("**What this points to.** The target allows 1.25x flock(1): %s. So the target is reachable only by a "
+          "launch path that costs what the floor costs: no clap, policy or libgit2 start-up before it (`lease "
+          "--version`'s own cost is the start-up every command pays), one record read and one write per "
+          "transition (not a registry scan), at most one fsync (the floor's 0- and 6-fsync lines show what each "
+          "costs on each disk), no thread, and no PATH walk lease's own `execvp` does not need." % "; ".join(pts))
+        if cl and c1:
+            w("In instructions: a join executes %.0fx what the floor does (%s against %s); parsing the record through "
+              "`serde_json::Value` alone is %s." % (cl["total"] / c1["total"], ir(cl["total"]), ir(c1["total"]),
+                                                   ir(dict(cl["curated"]).get("serde_json into `Value`, then into the record"))))
+        w("")
+
+    # ---- memory
+    w("### Memory: the launcher's USS")
+    w("")
+    w("`/proc/PID/smaps_rollup` of the launcher while its command (`sleep`) runs; USS is Private_Clean + "
+      "Private_Dirty. Private_Clean is mostly lease's own code pages (no other lease process shares them "
+      "while it runs alone), Private_Dirty its heap, stacks and relocated data. Medians of %d readings." % meta["mem_runs"])
+    w("")
+    w("| process | fs | USS | Private_Dirty | Private_Clean | Anonymous | RSS | VmHWM | threads |")
+    w("|---|---|---|---|---|---|---|---|---|")
+    for k, what in (("adopt1", "`exec --adopt`, 1 record"), ("adopt1shared", "`exec --adopt`, 1 record, beside a second launcher"),
+                    ("adopt10k", "`exec --adopt`, %s records" % format(meta["nrec_l"], ",")),
+                    ("create", "`exec` creating a worktree"), ("flock", "`flock(1)`")):
+        for fs, r in runs.items():
+            m = r.mem.get(k)
+            if m:
+                w("| %s | %s | %s | %s | %s | %s | %s | %s | %d |" % (what, fs, mib(m["uss_kib"]), mib(m["private_dirty_kib"]), mib(m["private_clean_kib"]),
+                                                                   mib(m["anon_kib"]), mib(m["rss_kib"]), mib(m["hwm_kib"]), m["threads"]))
+    w("")
+
+    m1, m10, msh = main.mem.get("adopt1"), main.mem.get("adopt10k"), main.mem.get("adopt1shared")
+    if msh:
+        w("Beside a second launcher of the same binary (two agents), each one's USS is %s: the code pages are "
+          "then shared and only Private_Dirty (%s) stays private." % (mib(msh["uss_kib"]), mib(msh["private_dirty_kib"])))
+        w("")
+    if m1 and m10:
+        w("**What this points to.** At one record the USS is %s: %s of it Private_Clean, the pages of lease's own "
+          "%s binary that this launch touched, and %s Private_Dirty. With %s records Private_Dirty grows to %s: "
+          "the registry scan's freed heap stays in the process (glibc keeps it) for as long as the command runs "
+          "(massif: peak heap %s). A 1 MiB USS needs both: a launch path that touches little code (a fast path "
+          "that never runs clap, libgit2 or serde_json's `Value`), and no registry-sized allocation (an index "
+          "lookup, one record parsed)."
+          % (mib(m1["uss_kib"]), mib(m1["private_clean_kib"]), kb(meta.get("binary_bytes")), mib(m1["private_dirty_kib"]),
+             format(meta["nrec_l"], ","), mib(m10["private_dirty_kib"]), kb((ma.get("launch10k") or {}).get("peak_bytes"))))
+        w("")
+
+    # ---- shim
+    w("### The shim: `git rev-parse HEAD` through `shim/git`")
+    w("")
+    sh = d.get("shim", {})
+    w("Inside a lease session of the launch row's worktree, `shim/` first on PATH (%s PATH entries here; "
+      "the shim runs `cd -P` in a subshell for each entry until it finds git). *proto* is the fork-free "
+      "held path issue 19 proposes (`[ /proc/$$/fd/$LEASE_FD -ef \"$LEASE_FILE\" ]`, git from `LEASE_GIT`, "
+      "else `lease join`), measured as a prototype; *join* is `lease join -- git rev-parse HEAD` by itself. "
+      "Processes and programs from `strace -f` of one run each." % (d.get("path_entries") or "?"))
+    w("")
+    w("| case | " + " | ".join("%s median | ratio to git" % fs for fs in fsl) + " | processes forked | programs exec'd |")
+    w("|---|" + "---|---|" * len(fsl) + "---|---|")
+    for lab, key, what in (("git", "git-plain", "plain git"), ("held", "shim-held", "shim, descriptor held"),
+                           ("lost", "shim-lost", "shim, descriptor lost"), ("protoheld", "proto-held", "proto, held"),
+                           ("protolost", "proto-lost", "proto, lost"), ("join", None, "`lease join -- git`")):
+        pc = sh.get(key) if key else None
+        w("| %s | %s | %s | %s |" % (what, " | ".join("%s | %s" % (ms(r.med("shim", lab)), fx(r.ratio("shim", lab, "git")[0])) for r in runs.values()),
+                                    pc["forks"] if pc else "", ", ".join(collections.OrderedDict((e, 1) for e in pc["execs"])) + " (%d in all)" % len(pc["execs"]) if pc else ""))
+    w("")
+    cj = cg.get("join")
+    if cj:
+        w("`lease join -- true` executes %s instructions (a join through `exec --adopt`: %s); the largest parts:" % (ir(cj["total"]), ir((cl or {}).get("total"))))
+        w("")
+        w("| part | instructions | share |")
+        w("|---|---|---|")
+        for label, v in cj["curated"][:10]:
+            w("| %s | %s | %s |" % (label, ir(v), pct(v / cj["total"])))
+        w("")
+
+    pts = []
+    for fs, r in runs.items():
+        g = r.med("shim", "git")
+        if g:
+            pts.append("on %s plain git takes %s, so the held path may add %s and the lost path %s; the shim adds %s "
+                       "held and %s lost, the prototype %s and %s" % (
+                           fs, ms(g), ms(0.3 * g), ms(0.6 * g), ms(r.med("shim", "held") - g), ms(r.med("shim", "lost") - g),
+                           ms(r.med("shim", "protoheld") - g), ms(r.med("shim", "protolost") - g)))
+    if pts:
+        w("**What this points to.** %s. The held path's cost is the shell's own start-up plus its forks "
+          "(`$(...)` for the shim's directory and for the PATH walk, `dd | grep` to read each candidate's first "
+          "4 KiB, `stat` for the descriptor); the prototype has none. The lost path is `lease join` itself: "
+          "whatever it costs over git is the launch path's start-up again." % "; ".join(pts))
+        w("")
+
+    # ---- registry
+    w("### Registry size: `exec --adopt`, `list`, `reap`")
+    w("")
+    s_, l_ = format(meta["nrec_s"], ","), format(meta["nrec_l"], ",")
+    w("| command | fs | 1 record | %s | %s | %s over %s (time) | instructions at 1 / %s / %s |" % (s_, l_, l_, s_, s_, l_))
+    w("|---|---|---|---|---|---|---|")
+    for row, one, what, c0, c1_, c2 in (("adoptscale", "one", "`exec --adopt W -- true`", "launch", "launch1k", "launch10k"),
+                                        ("list", None, "`list --json`", None, "list1k", "list10k"),
+                                        ("reap", None, "`reap --dry-run --json`", None, "reap1k", "reap10k")):
+        for fs, r in runs.items():
+            cgr = r.diag.get("callgrind", {})
+            w("| %s | %s | %s | %s | %s | %s | %s |" % (
+                what, fs, ms(r.med(row, one)) if one else "", ms(r.med(row, "k1")), ms(r.med(row, "k10")),
+                fx(r.ratio(row, "k10", "k1")[0]),
+                " / ".join(ir((cgr.get(c) or {}).get("total")) if c else "–" for c in (c0, c1_, c2)) if r is main else "(counted on %s)" % main.fs))
+    w("")
+    w("`cat` of the %s records' bytes: %s. Syscalls at %s records (`strace -f -c`):" % (l_, "; ".join("%s %s" % (fs, ms(r.med("list", "cat"))) for fs, r in runs.items()), l_))
+    w("")
+    names = ("openat", "read", "close", "getdents64", "statx", "newfstatat", "readlink", "flock", "mmap", "brk", "write")
+    w("| command | total | " + " | ".join("`%s`" % n for n in names) + " |")
+    w("|---|---|" + "---|" * len(names))
+    for key, what in (("launch10k", "`exec --adopt`"), ("list10k", "`list --json`"), ("reap10k", "`reap --dry-run`"), ("cat10k", "`sh -c 'cat *.json'`")):
+        s = sc.get(key)
+        if s:
+            w("| %s | %d | %s |" % (what, s["total"], " | ".join(str(s["calls"].get(n, [0])[0]) for n in names)))
+    w("")
+    for key, what in (("launch10k", "`exec --adopt` at %s records" % l_), ("list10k", "`list --json` at %s records" % l_), ("reap10k", "`reap --dry-run` at %s records" % l_)):
+        c = cg.get(key)
+        if not c:
+            continue
+        w("Where %s's %s instructions go:" % (what, ir(c["total"])))
+        w("")
+        w("| part | instructions | share |")
+        w("|---|---|---|")
+        for label, v in c["curated"][:12]:
+            w("| %s | %s | %s |" % (label, ir(v), pct(v / c["total"])))
+        w("")
+    if ma.get("launch10k"):
+        w("Heap (massif): `exec --adopt` peaks at %s with %s records against %s with one; the launcher's "
+          "USS while its command runs is in the memory table above." % (kb(ma["launch10k"]["peak_bytes"]), l_, kb((ma.get("launch") or {}).get("peak_bytes"))))
+        w("")
+
+    i1, i10 = (cg.get("launch") or {}).get("total"), (cg.get("launch10k") or {}).get("total")
+    li1, li10 = (cg.get("list1k") or {}).get("total"), (cg.get("list10k") or {}).get("total")
+    ri1, ri10 = (cg.get("reap1k") or {}).get("total"), (cg.get("reap10k") or {}).get("total")
+    rb = int(read(main.dir, "records_bytes", "0") or 0)
+    if i1 and i10 and li10 and ri10:
+        w("**What this points to.** `exec --adopt` grows by %s instructions per record (%s at %s records against %s "
+          "at one): it parses every record to find its own, so only an index (path → record) makes it flat. "
+          "`list --json` spends %.0f instructions per record byte (%s bytes at %s records) where `cat` spends "
+          "none on content: 1.5x `cat` leaves about half of `cat`'s own time for parsing and printing, which "
+          "means parsing straight into the record type (no `Value`), one pass, and streaming the output. "
+          "`reap --dry-run` is %.1fx `list` in instructions at %s records%s; its growth from %s to %s records "
+          "is %.1fx in instructions (%.1fx records), %.1fx for `list`."
+          % (ir((i10 - i1) / meta["nrec_l"]), ir(i10), format(meta["nrec_l"], ","), ir(i1), li10 / rb if rb else 0,
+             format(rb, ","), format(meta["nrec_l"], ","), ri10 / li10, format(meta["nrec_l"], ","),
+             " (it opens each record's repository with libgit2: `Reader::open` is %s of it)" % pct(dict((cg.get("reap10k") or {}).get("curated", [])).get("libgit2: open the repository (`Reader::open`)", 0) / ri10)
+             if dict((cg.get("reap10k") or {}).get("curated", [])).get("libgit2: open the repository (`Reader::open`)") else "",
+             format(meta["nrec_s"], ","), format(meta["nrec_l"], ","), ri10 / ri1 if ri1 else 0, meta["nrec_l"] / meta["nrec_s"],
+             li10 / li1 if li1 else 0))
+        w("")
+
+    # ---- retire
+    w("### A clean retire against `git worktree remove`")
+    w("")
+    wl, wg = main.j("walks-lease.json"), main.j("walks-git.json")
+    if wl and wg:
+        t = wl["tree"]
+        w("Tree passes, from `strace -f -y` of one clean retire of a %s-file worktree (%d directories, %d entries) "
+          "and of one `git worktree remove` of the same tree: a *readdir pass* is one `getdents64` that returned 0 "
+          "per directory of the tree, a *stat pass* one stat-family call (`statx`, `newfstatat`, `lstat`) per entry; "
+          "opens count the ones that succeeded." % (format(t["files"], ","), t["dirs"], t["entries"]))
+        w("")
+        w("| who | process | readdir passes | stat passes | `getdents64` | stat calls | dir opens | file opens | unlinks |")
+        w("|---|---|---|---|---|---|---|---|---|")
+        for who, wk in (("lease retire", wl), ("git worktree remove", wg)):
+            small = [p for p in wk["procs"] if p["readdir_passes"] < 0.1 and p["stat_passes"] < 0.1 and not p["unlinks"]]
+            for p in wk["procs"]:
+                if p in small:
+                    continue
+                w("| %s | `%s` | %.1f | %.1f | %d | %d | %d | %d | %d |" % (who, p["prog"].replace("|", "\\|")[:70], p["readdir_passes"], p["stat_passes"],
+                                                                        p["getdents"], p["stats"], p["dir_opens"], p["file_opens"], p["unlinks"]))
+            if small:
+                w("| %s | %d others (%s) | | | %d | %d | %d | %d | |" % (
+                    who, len(small), ", ".join(sorted({"`%s`" % " ".join(p["prog"].split()[:2]) for p in small})),
+                    sum(p["getdents"] for p in small), sum(p["stats"] for p in small), sum(p["dir_opens"] for p in small),
+                    sum(p["file_opens"] for p in small)))
+        tl = (sum(p["readdir_passes"] for p in wl["procs"]), sum(p["stat_passes"] for p in wl["procs"]))
+        tg = (sum(p["readdir_passes"] for p in wg["procs"]), sum(p["stat_passes"] for p in wg["procs"]))
+        w("")
+        w("In all: lease's retire makes %.1f readdir passes and %.1f stat passes over the tree; `git worktree remove` %.1f and %.1f."
+          % (tl[0], tl[1], tg[0], tg[1]))
+        sts = [p for p in wl["procs"] if p["prog"].startswith("git status")]
+        if sts and t["files"]:
+            w("Each `git status` also opens %s files of the tree, about one per tracked file: after a fresh checkout "
+              "the index is racily clean (files written within the index's own timestamp tick, which git marks for a "
+              "content check), so git re-reads and hashes every file, and lease's `--no-optional-locks` keeps it from writing the refreshed index back; "
+              "the baseline's own status inside `git worktree remove` does the same." % format(max(p["file_opens"] for p in sts), ","))
+        w("")
+    if "retirefresh" in main.rows:
+        s_ = main.ratio("retirefresh", "clean", "remove")
+        w("The same retire of a worktree whose index was refreshed (a `git status` run in it a moment after the "
+          "checkout, on both sides, as someone working in it would): lease %s, `git worktree remove` %s, ratio %s "
+          "(spread %s, n=%d), against %s for the freshly checked-out tree of the target row."
+          % (ms(main.med("retirefresh", "clean")), ms(main.med("retirefresh", "remove")), fx(s_[0]), spread(s_[1]),
+             main.n("retirefresh", "clean"), fx(main.ratio("retire", "clean", "remove")[0])))
+        w("")
+    sr = main.sp.get("retire")
+    if sr:
+        rem = total(find(sr["spawns"], "git worktree remove"))
+        st_ = total(find(sr["spawns"], "git status"))
+        other = [x for x in gits(sr) if not x["cmd"].startswith(("git status", "git worktree remove"))]
+        parts = [("`git worktree remove` inside lease's retire (git's own status and the deletion)", rem),
+                 ("gate 5's `git status`", st_),
+                 ("%d other git spawns: %s" % (len(other), ", ".join("`%s`" % " ".join(x["cmd"].split()[:2]) for x in other)), total(other)),
+                 ("lease's own CPU (perf task-clock, untraced runs)", sr.get("own_cpu_ms") or 0),
+                 ("%d fsyncs" % sr["fsyncs"], sr.get("fsync_ms") or 0)]
+        sm = sum(v for _, v in parts)
+        w("A clean retire's sequential parts on %s (spawn section's runs; sum %s, untraced total %s; the retire row's "
+          "baseline `git worktree remove` %s):" % (main.fs, ms(sm), ms(sr.get("untraced_ms")), ms(main.med("retire", "remove"))))
+        w("")
+        w("| part | ms | share |")
+        w("|---|---|---|")
+        for label, v in parts:
+            w("| %s | %s | %s |" % (label, ms(v), pct(v / sm) if sm else ""))
+        w("")
+    cr = cg.get("retire")
+    if cr:
+        w("Lease's own instructions in that retire: %s; the largest parts:" % ir(cr["total"]))
+        w("")
+        w("| function | instructions | share |")
+        w("|---|---|---|")
+        for name, v in cr["lease"][:12]:
+            w("| `%s` | %s | %s |" % (name, ir(v), pct(v / cr["total"])))
+        w("")
+        scr = sc.get("retire")
+        if scr:
+            w("Lease's own syscalls in a clean retire (`strace -c`, children not followed): %d in all; %s."
+              % (scr["total"], ", ".join("`%s` %d" % (k, v[0]) for k, v in sorted(scr["calls"].items(), key=lambda kv: -kv[1][0])[:8])))
+            w("")
+    scn = main.sp.get("create")
+    if scn:
+        pre = []
+        for x in scn["spawns"]:
+            if x["cmd"].startswith("git worktree add"):
+                break
+            if x["cmd"].startswith("git"):
+                pre.append(x)
+        add_ = total(find(scn["spawns"], "git worktree add"))
+        rem_ = total(find(scn["spawns"], "git worktree remove"))
+        rest = total(gits(scn)) - add_ - rem_ - total(pre)
+        w("Create+retire on %s: lease's `git worktree add` %s and `git worktree remove` %s (the baseline's work; "
+          "its median in the row %s), %d gits before the add (%s), the retire's other gits %s, lease's own CPU %s, "
+          "%d fsyncs %s." % (main.fs, ms(add_), ms(rem_), ms(main.med("create", "git")), len(pre), ms(total(pre)), ms(rest),
+                            ms(scn.get("own_cpu_ms")), scn["fsyncs"], ms(scn.get("fsync_ms"))))
+        w("")
+
+    if sr and wl and wg:
+        rm_ = main.med("retire", "remove")
+        cl_ = main.med("retire", "clean")
+        au = dict((cr or {}).get("lease", [])).get("lease::os::procfs::audit")
+        inv = dict((cr or {}).get("lease", [])).get("lease::os::walk::inventory")
+        w("**What this points to.** On %s the target leaves %s above `git worktree remove` (%s); lease spends %s. "
+          "Of lease's own passes, gate 5's `git status` (%s) is a full readdir and stat pass that `git worktree "
+          "remove` repeats inside itself, and `os::walk::inventory` is another (%s of lease's instructions); "
+          "the `/proc` audit is %s of them with %s processes running (it reads every process's descriptors). "
+          "SPEC keeps both statuses (gate 5's, and the non-forced removal's own), so with everything else gone a "
+          "clean retire still costs about (removal + gate 5's status) / removal = %s here: the 1.4x target needs "
+          "gate 5's status below 40%% of a removal, or the removal's own status skipped."
+          % (main.fs, ms(0.4 * rm_) if rm_ else "n/a", ms(rm_), ms(cl_ - rm_) if cl_ and rm_ else "n/a", ms(st_),
+             pct(inv / cr["total"]) if inv and cr else "n/a", pct(au / cr["total"]) if au and cr else "n/a", read(main.dir, "procs_retire", "?"),
+             fx((rem + st_) / rem) if rem else "n/a"))
+        w("")
+
+    # ---- archive
+    w("### Archiving one commit")
+    w("")
+    sb = main.sp.get("bundle")
+    if sb and sr:
+        norm = lambda c: re.sub(r"[0-9a-f]{8,}", "ID", c)  # noqa: E731
+        left = collections.Counter(norm(x["cmd"]) for x in gits(sr))
+        extra = []
+        for x in gits(sb):
+            k = norm(x["cmd"])
+            if left[k] > 0:
+                left[k] -= 1
+            else:
+                extra.append(x)
+        w("The git calls an archiving retire makes beyond a clean one's (spawn section, %s; each spawn's wall time, "
+          "fork to reap): %d calls, %s, plus %d more fsyncs (%s against %s). `git bundle create` + `git bundle verify` "
+          "take %s in the retire row, `git bundle create` alone %s; what archiving adds there is %s."
+          % (main.fs, len(extra), ms(total(extra)), sb["fsyncs"] - sr["fsyncs"], ms(sb.get("fsync_ms")), ms(sr.get("fsync_ms")),
+             ms(main.med("retire", "bundlev")), ms(main.med("retire", "bundle")),
+             ms(main.med("retire", "archive") - main.med("retire", "clean")) if main.med("retire", "archive") and main.med("retire", "clean") else "n/a"))
+        w("")
+        w("| git call | ms |")
+        w("|---|---|")
+        for x in extra:
+            w("| `%s`%s | %s |" % (x["cmd"].replace("|", "\\|"), ("<br>↳ " + "<br>↳ ".join(y.replace("|", "\\|") for y in x["nested"])) if x["nested"] else "", ms(x["ms"])))
+        w("")
+        w("Lease's own CPU: %s in the archiving retire, %s in the clean one (perf task-clock)." % (ms(sb.get("own_cpu_ms")), ms(sr.get("own_cpu_ms"))))
+        w("")
+        bv = main.med("retire", "bundlev")
+        if bv:
+            g7 = [x for x in extra if x["cmd"].startswith(("git status", "git ls-files"))]
+            rest_ = [x for x in extra if x not in g7]
+            w("**What this points to.** 3x `git bundle create` + `verify` is %s. Gate 7's second look at the tree "
+              "(`git status` and `ls-files` again after the bundle) is %s of the %s the extra calls take; the other %d "
+              "calls take %s, %s per process start (median), so the target leaves room for about %d of them, the "
+              "bundle's own included." % (
+                  ms(3 * bv), ms(total(g7)), ms(total(extra)), len(rest_), ms(total(rest_)),
+                  ms(statistics.median([x["ms"] for x in rest_ if x["ms"]]) if rest_ else None),
+                  max(1, int(3 * bv / (statistics.median([x["ms"] for x in rest_ if x["ms"]]) if rest_ else 1)))))
+            w("")
+
+
+def kb(b):
+    if b is None:
+        return "n/a"
+    return "%.1f MiB" % (b / 1048576) if b >= 1048576 else "%.0f KiB" % (b / 1024)
+
+
+def spawn_section(w, runs, main, meta):
+    w("## Git spawns")
+    w("")
+    w(
+        "Counted with `strace -f -e trace=execve,clone,clone3,vfork,fork` (commands and their parentage). Timed "
+        "with a parent-only `strace -ttt -T`, which leaves the children untraced: a spawn's time runs from lease's "
+        "`clone3` to the `wait4` that reaps it, so it includes fork, exec and reading the output; median of %d traced "
+        "runs per spawn on %s, one elsewhere. Lease's own CPU time is `perf stat -e task-clock --no-inherit` of as many "
+        "untraced runs, alternated with the traced ones (their wall time is the *untraced total*). *Share* is git's part "
+        "of git wall time + lease's own CPU + fsync time, which happen one after the other." % (meta["timing_runs"], meta.get("diag_fs", "tmpfs"))
+    )
+    w("")
+    w("| scenario | fs | git spawns by lease | by those gits | git wall time | lease's own CPU | fsyncs | share | untraced total |")
+    w("|---|---|---|---|---|---|---|---|---|")
+    for key, label in SCENARIOS:
+        for fs, r in runs.items():
+            s_ = r.sp.get(key)
+            if not s_:
+                continue
+            gd = gits(s_)
+            gm = total(gd)
+            own_ = s_.get("own_cpu_ms")
+            ws = gm + (own_ or 0) + (s_["fsync_ms"] or 0)
+            w("| %s | %s | %d | %d | %s | %s | %d, %s | %s | %s |" % (label, fs, len(gd), sum(len(x["nested"]) for x in s_["spawns"]), ms(gm), ms(own_),
+                                                                s_["fsyncs"], ms(s_["fsync_ms"]), ("%.0f%%" % (100 * gm / ws)) if own_ is not None and ws else "n/a",
+                                                                ms(s_.get("untraced_ms"))))
+    w("")
+    for key, label in SCENARIOS:
+        s_ = main.sp.get(key)
+        if not s_:
+            continue
+        own_ = s_.get("own_cpu_ms")
+        ws = total(gits(s_)) + (own_ or 0) + (s_["fsync_ms"] or 0)
+        w("### %s, on %s" % (label, main.fs))
+        w("")
+        w("| # | command (lease's fixed `-c` overrides and `--no-optional-locks --no-replace-objects` left out) | ms | share of git + own CPU + fsync |")
+        w("|---|---|---|---|")
+        for i, x in enumerate(s_["spawns"], 1):
+            nest = ("<br>↳ " + "<br>↳ ".join(y.replace("|", "\\|") for y in x["nested"])) if x["nested"] else ""
+            w("| %d | `%s`%s | %s | %s |" % (i, x["cmd"].replace("|", "\\|"), nest, ms(x["ms"]), ("%.1f%%" % (100 * x["ms"] / ws)) if ws and x["ms"] else ""))
+        w("")
 
 
 SCENARIOS = [
@@ -1002,431 +1659,51 @@ CUTS = [
     "bundle was written; its HEAD, record and bundle checks stay.",
     "**No `/proc` descriptor scan after a command** when `/proc/locks` lists no lock on "
     "the lease.",
+    "**`list` and `reap` scan `/proc` once per command** (a map from lease identity to "
+    "holders), not once per record.",
 ]
-
-
-def work(sp_):
-    """Git wall time + lease's own CPU + fsync time: lease's sequential
-    parts of one scenario (the command excluded), from the spawn section."""
-    git = [x for x in sp_["spawns"] if x["cmd"].startswith("git")]
-    return total(git) + (sp_.get("own_cpu_ms") or 0) + (sp_.get("fsync_ms") or 0)
-
-
-def row_ratio(rows, row, a, b):
-    """The median of per-round ratios of `a` over `b` in `row`."""
-    r = rows.get(row, ({}, {}, {}))[2]
-    per = [r[a][k] / r[b][k] for k in r.get(a, {}) if k in r.get(b, {}) and r[b][k]]
-    return statistics.median(per) if per else None
-
-
-def find(spawns, prefix):
-    return [x for x in spawns if x["cmd"].startswith(prefix)]
-
-
-def total(xs):
-    return sum(x["ms"] or 0 for x in xs)
-
-
-def suggestions(rows, sp, extra, prof, med):
-    """Each suggestion with the measured cost it removes, ranked by it."""
-    out = []
-    rt = sp["retire"]["spawns"]
-    cr = sp["create"]["spawns"]
-    ad = sp["adopt"]["spawns"]
-    bd = sp["bundle"]["spawns"]
-    own = (prof.get("perf") or {}).get("own_ms")
-    fn = dict(prof.get("functions") or [])
-    inv = fn.get("lease::os::walk::inventory")
-    walk = inv * own / 100 if inv and own else None  # one walk per clean retire
-    w_rt, w_cr, w_ad, w_bd = work(sp["retire"]), work(sp["create"]), work(sp["adopt"]), work(sp["bundle"])
-    rt_ratio = row_ratio(rows, "retire", "lease", "git")
-
-    def proj(saving):
-        if not (w_rt and rt_ratio):
-            return ""
-        return " The retire row would go from %.2fx to about %.2fx (projected, not measured)." % (
-            rt_ratio,
-            rt_ratio * (1 - saving / w_rt),
-        )
-
-    # list: one /proc scan per record.
-    l1, l10 = med("list", "k1"), med("list", "k10")
-    if l1 and l10:
-        per = (l10 - l1) / 9000
-        out.append(
-            (
-                frac(l10 - l10 / 10000, l10),
-                "`lease list`: one `/proc` scan per command, not one per record.",
-                "`record_json` calls `procs::holders` for every record that has a lease (removed "
-                "ones too), and each call lists every process's `fd` directory and stats every "
-                "descriptor. At 10k records that is 10k full scans: %s, about %s per record with "
-                "%s processes running, which is why 10k takes %s instead of under 1 s (the 10k/1k "
-                "ratio of %.1fx looks fine only because both sizes are dominated by the same "
-                "per-record scan). Build one map from lease (dev, ino) to pids in a single pass, "
-                "look every record up in it, and skip records whose lease file is gone (a removed "
-                "record's lease was unlinked under the exclusive lock). Expected: one scan (a few "
-                "ms) plus reading and printing the records. `lease reap` needs the same single "
-                "scan, and `lease exec --adopt` (below) the same care with the registry."
-                % (ms(l10), ms(per), extra.get("procs_during_list", "?"), ms(l10), l10 / l1),
-            )
-        )
-
-    # gate 5 / gate 7.
-    st = find(rt, "git status")
-    ls = find(rt, "git ls-files")
-    if len(st) >= 2 and ls:
-        saving = (st[-1]["ms"] or 0) + (ls[-1]["ms"] or 0) + (walk or 0)
-        out.append(
-            (
-                frac(saving, w_rt),
-                "One content look per clean retire instead of two (gates 5 and 7).",
-                "With nothing to archive, gate 7 repeats gate 5 a few ms later: `git status` "
-                "(%s), `ls-files` (%s) and lease's walk of the tree (%s by the profile). Reading "
-                "gate 6's refs *before* gate 5, and giving gate 5 gate 7's HEAD comparison (HEAD "
-                "still equal to what gate 6 read, so a commit made in between cannot escape the "
-                "archive), makes gate 5 the last look before `retiring`, which is what gate 7 "
-                "guarantees; gate 7's probes then run only when a bundle was written in between "
-                "(its in-process checks, the record and the bundle's hash, stay). Same checks, "
-                "same position relative to removal. Saves %s per clean retire and per `lease "
-                "exec`.%s"
-                % (ms(st[-1]["ms"]), ms(ls[-1]["ms"]), ms(walk) if walk else "n/a", ms(saving), proj(saving))
-                + tail(saving, w_rt, "a clean retire"),
-            )
-        )
-
-    # gate 6 reads.
-    g6 = [x for x in rt if re.match(r"git (remote|symbolic-ref|for-each-ref|reflog|rev-list|rev-parse --verify)", x["cmd"])]
-    if g6:
-        t6 = total(g6)
-        out.append(
-            (
-                frac(t6, w_rt),
-                "The rest of gate 6 in process.",
-                "A clean retire still spends %d spawns, %s, on the worktree's private tips: "
-                "`for-each-ref` of `refs/worktree|bisect|rewritten`, `rev-parse ORIG_HEAD` and "
-                "`rev-list --single-worktree --reflog` (the durable ref and the reachability walk "
-                "already run in libgit2). All three read the worktree's admin directory; libgit2 "
-                "can read them (per-worktree refs and reflogs), but `rev-parse ORIG_HEAD`'s "
-                "ref-name guessing and `--reflog`'s old-and-new sides need their own cases in "
-                "the differential test first. Saves up to %s per retire and per exec.%s"
-                % (len(g6), ms(t6), ms(t6), proj(t6)) + tail(t6, w_rt, "a clean retire"),
-            )
-        )
-
-    # repeated identical reads.
-    cfg, cfg_c = find(rt, "git config"), find(cr, "git config")
-    ls_c = find(cr, "git ls-files")
-    # Two config reads are distinct (the common config before gate 2, the
-    # worktree's after it); the others repeat the first.
-    save = total(cfg[1:-1]) + ((ls[0]["ms"] or 0) if len(ls) >= 3 else 0)
-    save_c = total(cfg_c[1:-1]) + ((ls_c[0]["ms"] or 0) if len(ls_c) >= 3 else 0)
-    if len(cfg) > 2:
-        out.append(
-            (
-                frac(save, w_rt),
-                "Read each thing once per process.",
-                "`git config -z --get-regexp ^filter\\.` runs %d times per retire and %d times "
-                "per `lease exec`, but only two reads differ: the common config (before gate 2 "
-                "proves the worktree) and the worktree's own (after it, which also sees "
-                "`config.worktree`). The others repeat the first: `repo_at` calls `Git::repo` "
-                "again, and so do the launcher after the command and the retire it starts. Gate 5 "
-                "runs `ls-files -v -s -z` in `probe_tree` and again in `probe_content` a moment "
-                "later, and `parse_hidden` parses all 5,000 lines each time. Keeping the filter "
-                "list in `RepoGit` and passing gate 5's listing on saves %s per retire and %s per "
-                "exec, with no check removed (gate 7, gate 8's identity re-check and the "
-                "post-removal read-back keep their own reads)."
-                % (len(cfg), len(cfg_c), ms(save), ms(save_c)) + tail(save, w_rt, "a clean retire"),
-            )
-        )
-
-    # adopt / join.
-    ga = [x for x in ad if x["cmd"].startswith("git")]
-    lf, fl = med("launch", "lease"), med("launch", "flock")
-    a1, a10 = med("adoptscale", "k1"), med("adoptscale", "k10")
-    if ga and lf and fl:
-        cut_a = total(ga) - min(x["ms"] or 0 for x in ga)
-        out.append(
-            (
-                frac(cut_a, w_ad),
-                "`lease exec --adopt` of a recorded worktree: no git, no registry scan.",
-                "The launch row is %.1fx flock(1) (target 1.5x) because a join starts %d gits "
-                "(%s of git wall time in the spawn section, against %s of lease's own CPU): `git --version`, `rev-parse --git-common-dir`, the filter config "
-                "twice, `worktree list`, and `rev-parse HEAD` after the command. For a worktree "
-                "that already has a record, its identity is the record's (dev, ino) plus the "
-                "`.git` file and the admin `gitdir` naming each other (what `linked_admin` already "
-                "checks without git); the common dir is the admin dir's `commondir`; the "
-                "outcome's HEAD can be read from the admin dir or git2; the filter config is "
-                "never used on this path. `git --version` can be cached in the state root by "
-                "(path, size, mtime). The launch target is %s, so the join must stay within "
-                "about one spawn plus the record update (%d fsyncs, %s). Also, `adopt` parses "
-                "every record to find the one for this path: %s with 1k records, %s with 10k. A "
-                "path index (or a name derived from the path) makes that O(1)."
-                % (
-                    row_ratio(rows, "launch", "lease", "flock") or lf / fl,
-                    len(ga),
-                    ms(total(ga)),
-                    ms(sp["adopt"].get("own_cpu_ms")),
-                    ms(1.5 * fl),
-                    sp["adopt"]["fsyncs"],
-                    ms(sp["adopt"]["fsync_ms"]),
-                    ms(a1),
-                    ms(a10),
-                )
-                + tail(cut_a, w_ad, "a join, keeping one spawn"),
-            )
-        )
-
-    # worktree list.
-    wl = find(rt, "git worktree list")
-    if len(wl) >= 2:
-        out.append(
-            (
-                frac(total(wl) * 0.9, w_rt),
-                "`git worktree list` in-process.",
-                "Each retire lists worktrees %d times (%s): gate 2, gate 8's identity re-check "
-                "right before removal, and the read-back after it. All three are needed, at "
-                "those moments; what `git worktree list` reads is the files under "
-                "`<common>/worktrees/<name>/` (`gitdir`, `locked`, `HEAD`), which git2's worktree "
-                "API reads in-process (git2's `Worktree::validate` and `Worktree::is_prunable`, docs.rs/git2), "
-                "with the CLI kept where libgit2 cannot open the repository."
-                % (len(wl), ms(total(wl))) + tail(total(wl) * 0.9, w_rt, "a clean retire"),
-            )
-        )
-
-    # creation prelude.
-    pre = []
-    for x in cr:
-        if x["cmd"].startswith("git worktree add"):
-            break
-        if x["cmd"].startswith("git"):
-            pre.append(x)
-    if pre:
-        cut = [x for x in pre if re.match(r"git (--version|check-ref-format|rev-parse --verify -q refs/heads)", x["cmd"])]
-        out.append(
-            (
-                frac(total(cut), w_cr),
-                "Fewer spawns before `git worktree add`.",
-                "Creation starts %d gits before the add (%s). `check-ref-format` is needed only "
-                "for a `--branch` the user named (lease's own `lease/<id prefix>` is valid by "
-                "construction); whether that branch exists is a ref read (git2, or the same "
-                "`cat-file --batch-check` as gate 6); `git --version` can be cached. That removes "
-                "%d spawns (%s); `rev-parse HEAD` and `--git-common-dir` move with the other reads."
-                % (len(pre), ms(total(pre)), len(cut), ms(total(cut))) + tail(total(cut), w_cr, "a `lease exec` (create+retire)"),
-            )
-        )
-
-    # archive.
-    ver = [x for x in bd if re.match(r"git (init|update-ref|bundle|cat-file|rev-list --objects|rev-parse --show-object-format|-c transfer)", x["cmd"])]
-    b_l, b_c = med("bundle", "lease"), med("bundle", "clean")
-    fmt = find(bd, "git rev-parse --show-object-format")
-    if ver:
-        out.append(
-            (
-                frac(total(fmt), w_bd),
-                "Archive: fold the per-tip calls.",
-                "Archiving one commit adds %d spawns (%s; the bundle row minus a clean retire in "
-                "the same rounds: %s, the rest being the bundle's fsyncs, two sha256 passes and a "
-                "record update): `rev-parse --show-object-format`, two `git init` of scratch "
-                "repositories, `update-ref` per tip, `bundle create`, `bundle unbundle` with fsck, "
-                "`cat-file -e` per tip, `rev-list --objects`. The verification stays (`git bundle "
-                "verify` passes corrupt bundles, tests/it/adversarial.rs `c13_tampered_bundle_before_verification`). The object format can ride "
-                "on the config read lease already makes (`--get-regexp "
-                "'^(filter\\.|extensions\\.objectformat)'`, %s); with N tips (HEAD, ORIG_HEAD, "
-                "reflog entries, private refs) the per-tip `update-ref`s become one `update-ref "
-                "--stdin` and the per-tip `cat-file -e` one `cat-file --batch-check`, saving "
-                "2(N-1) spawns. Small for one commit."
-                % (len(ver), ms(total(ver)), ms(b_l - b_c) if b_l and b_c else "n/a", ms(total(fmt)))
-                + tail(total(fmt), w_bd, "an archiving retire"),
-            )
-        )
-
-    # walk.
-    if walk:
-        out.append(
-            (
-                0.0,
-                "The walk: near its floor once it runs once.",
-                "`os::walk::inventory` is %.0f%% of lease's own CPU in a clean retire (%s, its one "
-                "walk; `strace -c` counts %s `statx` calls in one retire). Each entry needs "
-                "its `statx` (size for the tombstone, mount id, type without trusting `d_type`) "
-                "and each directory an open; reusing the per-entry path buffer (allocation is a "
-                "visible part of the profile) is a micro-optimization."
-                % (inv, ms(walk), dict(prof.get("syscalls") or []).get("statx", "?")),
-            )
-        )
-
-    # fsync.
-    fs_ms = sp["create"]["fsync_ms"]
-    if fs_ms is not None:
-        out.append(
-            (
-                frac(fs_ms / 3, w_cr),
-                "fsync placement: measured, small; leave it.",
-                "A `lease exec` (create+retire) makes %d fsyncs, %s in all; a clean retire %d "
-                "(%s); a join %d (%s). Each record write costs two (the file, its directory) and "
-                "each audit line one. Coalescing them would save perhaps a third, %s per exec, "
-                "below the noise of every row, against the crash guarantees the matrix tests."
-                % (
-                    sp["create"]["fsyncs"],
-                    ms(fs_ms),
-                    sp["retire"]["fsyncs"],
-                    ms(sp["retire"]["fsync_ms"]),
-                    sp["adopt"]["fsyncs"],
-                    ms(sp["adopt"]["fsync_ms"]),
-                    ms(fs_ms / 3),
-                ),
-            )
-        )
-
-    out.sort(key=lambda t: -t[0])
-    return [(t, b) for _, t, b in out]
-
-
-def combined(rows, sp, prof, med):
-    rt, cr = sp["retire"]["spawns"], sp["create"]["spawns"]
-    rt_med, rt_base = med("retire", "lease"), med("retire", "git")
-    cr_med, cr_base = med("create", "lease"), med("create", "git")
-    if not (rt_med and rt_base and cr_med and cr_base):
-        return None
-    own = (prof.get("perf") or {}).get("own_ms")
-    inv = dict(prof.get("functions") or []).get("lease::os::walk::inventory")
-    walk = inv * own / 100 / 2 if inv and own else 0
-
-    def common(sp_):
-        st, ls = find(sp_, "git status"), find(sp_, "git ls-files")
-        g57 = ((st[-1]["ms"] or 0) + (ls[-1]["ms"] or 0) + walk) if len(st) >= 2 and ls else 0
-        g6 = total([x for x in sp_ if re.match(r"git (remote|symbolic-ref|for-each-ref|reflog|rev-list|rev-parse --verify)", x["cmd"])])
-        cfg = total(find(sp_, "git config")[1:-1])
-        ls1 = (ls[0]["ms"] or 0) if len(ls) >= 3 else 0
-        wl = 0.9 * total(find(sp_, "git worktree list"))
-        return g57 + g6 + cfg + ls1 + wl
-
-    r = common(rt)
-    pre = []
-    for x in cr:
-        if x["cmd"].startswith("git worktree add"):
-            break
-        pre.append(x)
-    # The branch-exists read is already counted with the other ref reads.
-    c = common(cr) + total([x for x in pre if re.match(r"git (--version|check-ref-format)", x["cmd"])])
-    rt0 = row_ratio(rows, "retire", "lease", "git")
-    cr0 = row_ratio(rows, "create", "lease", "git")
-    return {
-        "retire": r,
-        "create": c,
-        "rt0": rt0,
-        "rt1": rt0 * (1 - r / work(sp["retire"])),
-        "cr0": cr0,
-        "cr1": cr0 * (1 - c / work(sp["create"])),
-    }
-
-
-def frac(saving, whole):
-    return saving / whole if saving and whole else 0.0
-
-
-def pct(x):
-    return ("%.1f%%" % (100 * x)) if x < 0.01 else ("%.0f%%" % (100 * x))
-
-
-def tail(saving, whole, what):
-    if not (saving and whole):
-        return ""
-    return " Removes about %s of %s (git + lease's CPU + fsync, spawn section)." % (pct(saving / whole), what)
 
 
 def method_lines(meta):
     return [
-        "- **Fixture** (made fresh in a temporary directory each run): a bare repository "
-        "generated with `git fast-import` (%d files in 500 directories, %d commits), cloned "
-        "as the working repository, so `origin` and `refs/remotes/origin/HEAD` exist; "
-        "`LEASE_HOME` and the worktree roots in the same temporary directory, a fresh one "
-        "per row; `HOME` pointed at an empty directory with only `user.name`/`user.email` "
-        "so no personal git config applies to either side." % (meta["files"], meta["commits"]),
-        "- **Interleaving**: every row runs in rounds; in every round each command gets its "
-        "own `hyperfine` call (`--runs`, `--export-json`; `--warmup` in the first round) and "
-        "the order of the commands rotates from round to round, so a burst of load from other "
-        "users lands on lease and its baseline alike. The worktree rows run %d rounds of one "
-        "run each (lease and baseline alternate run by run), the launch row %d rounds of %d "
-        "runs, the list rows one run per round. Ratios are medians of the per-round ratios."
-        % (meta["runs"], meta["rounds"], max(1, -(-meta["runs"] * 5 // meta["rounds"]))),
-        "- **Shell**: the launch row uses `-N` (no shell); rows that need one (`&&` in the "
-        "baseline, reading the id of the worktree the prepare step made) use hyperfine's "
-        "default shell on both sides, whose startup hyperfine measures and subtracts.",
-        "- **Per-iteration setup** is `--prepare`, never timed: the retire rows make a "
-        "worktree with `lease exec --keep -- …` then end it with `lease exec --adopt W -- "
-        "true` so the record is terminal; their baselines prepare a plain `git worktree "
-        "add`. The bundle row's command commits one change (the same file content as the "
-        "baseline's commit) and the baseline bundles that one commit with `--not origin/HEAD`.",
-        "- **Records** for the list rows are the real schema: each state root first gets one "
-        "real removed and one real retained record from `lease exec`, and the generator "
-        "copies them: %d active records whose leases are held (shared flock) by one `sleep` "
-        "each, 85%% of the rest removed, 15%% retained with their worktree directory and "
-        "lease file present." % meta["live"],
-        "- **RSS**: `VmHWM` of the launcher's `/proc/<pid>/status`, read while its command "
-        "(`sleep 2`) runs, %d times each, interleaved; the median." % meta["rss_runs"],
-        "- **Spawns** come from traced runs of each scenario; see that section.",
-        "- **Noise that ratios do not cancel**: on this VM the cost of writing a fresh "
-        "5,000-file checkout is not stable (one `git worktree add` took 0.12 s to 1.9 s on the "
-        "same day while this script was written, nearly all of it system time; the Machine "
-        "table gives this run's figure). lease and its baselines share that cost, so the "
-        "create row's ratio shrinks when checkouts are slow; the *lease − baseline* column, "
-        "lease's own overhead in ms, moves less.",
+        "- **Fixtures** (made fresh on each filesystem each run): a bare repository generated with `git "
+        "fast-import` (%s files in 500 directories, %d commits), cloned as the working repository, so "
+        "`origin` and `refs/remotes/origin/HEAD` exist; a second one of %s files (3 commits); a %s-commit "
+        "repository without a remote; `LEASE_HOME` and the worktree roots beside them, one state root per "
+        "row; `HOME` an empty directory with only `user.name`/`user.email`, so no personal git config "
+        "applies to either side." % (format(meta["files"], ","), meta["commits"], format(meta["big_files"], ","), format(meta["hist"], ",")),
+        "- **Filesystems**: ext4 is the run's temporary directory under /tmp; tmpfs is %s." % (meta.get("tmpfs_note") or "not measured"),
+        "- **Interleaving**: every row runs in rounds; in every round each command gets its own `hyperfine` "
+        "call (`--runs`, `--export-json`; `--warmup` in the first round) and the order of the commands "
+        "rotates from round to round, so a burst of load from other users lands on lease and its baseline "
+        "alike. Ratios are medians of the per-round ratios; *what archiving adds* is, per round, the "
+        "archiving retire minus the clean retire over `git bundle create` + `verify`.",
+        "- **Shell**: rows without `&&` or a prepared id use `-N` (no shell); the others use hyperfine's "
+        "default shell on both sides, whose start-up hyperfine measures and subtracts. Environment "
+        "(`LEASE_HOME`, the lease session of the shim rows) is set on hyperfine itself, never timed.",
+        "- **Per-iteration set-up** is `--prepare`, never timed: the retire rows make a worktree with `lease "
+        "exec --keep -- …` and end it with `lease exec --adopt W -- true` so the record is terminal; their "
+        "baselines prepare a plain `git worktree add`. The archiving retire's command commits one change (the "
+        "same content as the baseline's commit), and the baseline bundles that one commit with `--not origin/HEAD`.",
+        "- **Records** for the registry rows are the real schema: each state root first gets one real removed "
+        "and one real retained record from `lease exec`, and the generator copies them: %d active records "
+        "whose leases are held (shared flock) by one `sleep` each, 85%% of the rest removed, 15%% retained with "
+        "their worktree directory and lease file present; then each root's own worktree is adopted, and joined "
+        "by the rows." % meta["live"],
+        "- **Memory**: the launcher's `/proc/PID/smaps_rollup` and `status`, read 0.3 s after its command "
+        "(`sleep`) appeared, %d times each; medians." % meta["mem_runs"],
+        "- **Diagnosis**: `strace -f -c` (syscall counts), `strace -f -y` (fsyncs by file, threads, processes, "
+        "tree passes), `valgrind --tool=callgrind` and `--tool=massif` of lease's own process on the "
+        "symbolized build, `perf stat -e task-clock --no-inherit` for lease's own CPU.",
     ]
-
-
-def perf_functions(path, comm=None):
-    """Inclusive (children) sample shares of lease's own functions from
-    `perf report --children --sort sym --stdio` (only processes named
-    `comm` if given)."""
-    cmd = ["perf", "report", "-i", path, "--children", "--sort", "sym", "--stdio"]
-    if comm:
-        cmd += ["--comm", comm]
-    out = subprocess.run(cmd, capture_output=True, text=True).stdout
-    funcs = {}
-    for line in out.splitlines():
-        m = re.match(r"^\s+([\d.]+)%\s+([\d.]+)%\s+\[\.\]\s+(lease::[A-Za-z0-9_:]+)\s*$", line)
-        if m:
-            funcs[m.group(3)] = max(funcs.get(m.group(3), 0.0), float(m.group(1)))
-    skip = ("lease::main", "lease::cli::run", "lease::retire::Engine::retire", "lease::cli::exec")
-    keep = [(k, v) for k, v in sorted(funcs.items(), key=lambda kv: -kv[1]) if k not in skip]
-    return keep[:14]
-
-
-def callgrind(path):
-    """Inclusive instruction counts of lease's own functions."""
-    out = subprocess.run(
-        ["callgrind_annotate", "--inclusive=yes", "--threshold=100", path],
-        capture_output=True,
-        text=True,
-    ).stdout
-    total = 0
-    funcs = {}
-    for line in out.splitlines():
-        m = re.match(r"^\s*([\d,]+) \(\s*[\d.]+%\)\s+(.*)$", line)
-        if not m:
-            continue
-        ir = int(m.group(1).replace(",", ""))
-        what = m.group(2)
-        if "PROGRAM TOTALS" in what:
-            total = ir
-            continue
-        fm = re.search(r":((?:<[^>]*>::)?lease::[A-Za-z0-9_:]+)", what)
-        if fm:
-            name = fm.group(1)
-            funcs[name] = max(funcs.get(name, 0), ir)
-    keep = [
-        (k, v)
-        for k, v in sorted(funcs.items(), key=lambda kv: -kv[1])
-        if not k.startswith(("lease::main", "lease::cli::run"))
-    ]
-    return {"total": total, "functions": keep[:14]}
 
 
 def main():
     cmd = sys.argv[1]
     if cmd == "repo":
         gen_repo(int(sys.argv[2]), int(sys.argv[3]))
+    elif cmd == "history":
+        gen_history(int(sys.argv[2]))
     elif cmd == "records":
         live = int(os.environ.get("BENCH_LIVE", "300"))
         gen_records(sys.argv[2], sys.argv[3:], live)
@@ -1435,10 +1712,18 @@ def main():
     elif cmd == "spawns":
         tmp = os.environ.get("BENCH_TMP", "")
         json.dump(spawns(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:], tmp), sys.stdout, indent=1)
-    elif cmd == "perf-functions":
-        json.dump(perf_functions(sys.argv[2]), sys.stdout, indent=1)
-    elif cmd == "callgrind":
-        json.dump(callgrind(sys.argv[2]), sys.stdout, indent=1)
+    elif cmd == "bundles":
+        json.dump(bundles(sys.argv[2], sys.argv[3]), sys.stdout, indent=1)
+    elif cmd == "mem":
+        print(json.dumps(mem(int(sys.argv[2]))))
+    elif cmd == "keeper":
+        json.dump(keeper(sys.argv[2], sys.argv[3], sys.argv[4]), sys.stdout, indent=1)
+    elif cmd == "count-tree":
+        json.dump(count_tree(sys.argv[2]), sys.stdout, indent=1)
+    elif cmd == "walks":
+        json.dump(walks(sys.argv[2], sys.argv[3], sys.argv[4]), sys.stdout, indent=1)
+    elif cmd == "diag":
+        diag(sys.argv[2], sys.argv[3])
     elif cmd == "report":
         report(sys.argv[2], sys.argv[3])
     else:
