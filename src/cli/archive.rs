@@ -1,0 +1,56 @@
+//! `lease archive verify|drop ID`: work with one archive.
+
+use super::exit;
+use crate::error::Result;
+
+pub(super) fn verify(id: &str, json: bool) -> Result<u8> {
+    let rec = crate::restore::verify(id)?;
+    let a = rec.archive.as_ref();
+    if json {
+        out_raw!(
+            "{}",
+            serde_json::json!({
+                "id": rec.id,
+                "verified": true,
+                "location": a.map(|a| a.location.clone()),
+                "sha256": a.map(|a| a.sha256.clone()),
+            })
+        );
+    } else {
+        out!(
+            "archive of {} verified: `{}`",
+            &rec.id[..12.min(rec.id.len())],
+            a.map(|a| a.location.as_str()).unwrap_or("-")
+        );
+    }
+    Ok(exit::OK)
+}
+
+pub(super) fn drop(id: &str, unreachable_ok: bool, json: bool) -> Result<u8> {
+    let r = crate::restore::drop(id, unreachable_ok)?;
+    if json {
+        out_raw!(
+            "{}",
+            serde_json::to_string_pretty(&r).expect("a report serializes")
+        );
+    } else {
+        out!(
+            "dropped the {} archive of {} (`{}`, {} tip(s))",
+            r.kind,
+            &r.id[..12.min(r.id.len())],
+            r.location,
+            r.tips.len()
+        );
+        for name in &r.remote_refs_deleted {
+            out!("  deleted `{name}` on the remote");
+        }
+        if !r.unreachable.is_empty() {
+            out!(
+                "  --unreachable-ok: {} commit(s) reachable from no durable ref are gone: {}",
+                r.unreachable.len(),
+                r.unreachable.join(", ")
+            );
+        }
+    }
+    Ok(exit::OK)
+}

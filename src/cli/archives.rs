@@ -1,0 +1,36 @@
+//! `lease archives`: the records that have archives.
+
+use super::exit;
+use crate::error::Result;
+
+pub(super) fn archives(json: bool) -> Result<u8> {
+    let list = crate::restore::archives()?;
+    if json {
+        out_raw!(
+            "{}",
+            serde_json::to_string_pretty(&list).expect("a report serializes")
+        );
+        return Ok(exit::OK);
+    }
+    if list.is_empty() {
+        out!("no archives");
+        return Ok(exit::OK);
+    }
+    out!("ID            TIP           COMMITS  SIZE      RESTORED  REPOSITORY");
+    for a in &list {
+        out!(
+            "{:<12}  {:<12}  {:>7}  {:>8}  {:>8}  {}",
+            &a.id[..12.min(a.id.len())],
+            &a.tip[..12.min(a.tip.len())],
+            a.commits,
+            match (a.size, a.kind.as_str()) {
+                (Some(s), _) => s.to_string(),
+                (None, "remote") => "remote".to_string(),
+                (None, _) => "missing".to_string(),
+            },
+            a.receipts.len(),
+            a.repository
+        );
+    }
+    Ok(exit::OK)
+}

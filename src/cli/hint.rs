@@ -1,0 +1,407 @@
+//! The `next` of a hold or an error: a command a person can paste, with
+//! the real id and path filled in and right for the case at hand.
+//!
+//! docs/reason-codes.md says, per code, what to do next in prose (which the
+//! library's [`HoldReason::next_action`] summarises); this module turns it
+//! into the command for this target: `lease release 1a2b3c4d && lease retire
+//! 1a2b3c4d`, not `lease release ID`. A library report that already carries
+//! a `next` of its own (anything but the generic summary) keeps it.
+
+use std::path::Path;
+
+use crate::error::Error;
+use crate::plan::HoldReason;
+use crate::report::TargetReport;
+
+/// What a hint may name: the record (its full id), its worktree's path, its
+/// repository (the common git dir), the state root.
+#[derive(Debug, Default, Clone)]
+pub(super) struct Subject<'a> {
+    /// The record id (full or a prefix; shortened for display).
+    pub(super) id: Option<&'a str>,
+    /// The worktree's top directory.
+    pub(super) path: Option<&'a str>,
+    /// What was found (the hold's detail): pids are read from it.
+    pub(super) detail: &'a [String],
+}
+
+/// Quotes `s` for a POSIX shell when it holds anything but `[A-Za-z0-9/._-]`.
+pub(super) fn quote(s: &str) -> String {
+    crate::plan::shell_quote(s)
+}
+
+/// The 8-hex display form of an id (SPEC: commands accept a unique prefix
+/// of 8 or more); [`super::short_id`] widens it where 8 is ambiguous.
+fn id_arg(id: &str) -> String {
+    super::short_id(id).to_string()
+}
+
+/// The pids named in `detail` as `pid N`, in order, without repeats.
+fn pids(detail: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for d in detail {
+        let mut rest = d.as_str();
+        while let Some(i) = rest.find("pid ") {
+            rest = &rest[i + 4..];
+            let n: String = rest.chars().take_while(char::is_ascii_digit).collect();
+            if !n.is_empty() && !out.contains(&n) {
+                out.push(n);
+            }
+        }
+    }
+    out
+}
+
+/// Returns the command to run next for a target held with `reason`: always
+/// a command line (no placeholder left), built from what `s` names; where
+/// `s` lacks the id or path the reason needs, a command that finds it.
+pub(super) fn next(reason: HoldReason, s: &Subject<'_>) -> String {
+    use HoldReason::*;
+    let id = s.id.map(id_arg);
+    let path = s.path.map(quote);
+    let show = id
+        .as_ref()
+        .map_or_else(|| "lease list".to_string(), |i| format!("lease show {i}"));
+    let retire = id.as_ref().map_or_else(
+        || format!("lease retire {}", path.as_deref().unwrap_or("--all")),
+        |i| format!("lease retire {i}"),
+    );
+    let git_c = |args: &str| match &path {
+        Some(p) => format!("git -C {p} {args}"),
+        None => show.clone(),
+    };
+    let gone = s
+        .path
+        .is_some_and(|p| std::fs::symlink_metadata(p).is_err());
+    match reason {
+        // A directory deleted by hand: only its registration is left.
+        _ if gone && path.is_some() && reason != NotRecorded => {
+            format!("lease repair {}", path.as_deref().unwrap_or_default())
+        }
+        NotTerminal => show,
+        LauncherAlive => match pids(s.detail).first() {
+            Some(p) => format!("kill -TERM {p}"),
+            None => show,
+        },
+        Retained => match &id {
+            Some(i) => format!("lease release {i} && lease retire {i}"),
+            None => show,
+        },
+        RetireInProgress => retire,
+        ConsumerAlive => show,
+        InUse => {
+            let p = pids(s.detail);
+            if p.is_empty() {
+                path.as_ref()
+                    .map_or_else(|| show.clone(), |p| format!("lsof +D {p}"))
+            } else {
+                format!("ps -o pid,user,etime,args -p {}", p.join(","))
+            }
+        }
+        NotRecorded => match &path {
+            Some(p) => format!("lease adopt {p} && lease retire {p}"),
+            None => "lease list".into(),
+        },
+        NotRegistered => match &path {
+            Some(p) => format!("lease repair --dry-run {p}"),
+            None => show,
+        },
+        GitLocked => match &path {
+            Some(p) => format!("git worktree unlock {p}"),
+            None => show,
+        },
+        LeasedElsewhere => s
+            .detail
+            .iter()
+            .find_map(|d| {
+                let start = d.find("`LEASE_HOME=")? + 1;
+                let len = d[start..].find('`')?;
+                Some(d[start..start + len].to_string())
+            })
+            .unwrap_or(show),
+        CwdInsideTarget => {
+            let outside = s
+                .path
+                .and_then(|p| Path::new(p).parent())
+                .map_or_else(|| "/".to_string(), |p| quote(&p.to_string_lossy()));
+            format!("cd {outside} && {retire}")
+        }
+        Dirty | Untracked | Ignored => git_c("status --short --untracked-files=all --ignored"),
+        FilterUnverifiable => git_c("status --short"),
+        HiddenIndex => match &path {
+            Some(p) => format!("git -C {p} ls-files -v | grep -E '^[a-zS]'"),
+            None => show,
+        },
+        OpInProgress => git_c("status"),
+        Submodule => git_c("submodule status --recursive"),
+        NestedRepo | SpecialFile | MountInside | Uninventoriable | NotWritable | PathEscape => {
+            format!("lease retire --dry-run --json {}", id.as_deref().unwrap_or("--all"))
+        }
+        UniqueCommitsUnarchived | ArchiveUnverified | ArchiveInsideTree => {
+            format!("lease config --show && {retire}")
+        }
+        LeaseIdentity | LeaseMissing | LeaseInsecure | PathIdentity | RootIdentity
+        | ProtectedPath | RepoMissing | Unprovable => show,
+        LeaseDirUnsafe | LockUnsupported => "lease config --show".into(),
+        RepoConfigExecutes => git_c("config --local --list --show-origin"),
+        UnsafeRepo => git_c("status"),
+        GitFailed => git_c("status"),
+        RootInsideWorktree | TempWorktreeRoot => "lease config --show".into(),
+        PathOccupied => match (&id, s.path) {
+            (Some(i), Some(p)) => format!("lease restore {i} --to {}", quote(&format!("{p}-2"))),
+            (Some(i), None) => format!("lease restore {i}"),
+            _ => "lease archives".into(),
+        },
+        BranchMoved => match &id {
+            Some(i) => format!("lease restore {i}"),
+            None => "lease archives".into(),
+        },
+        AlreadyRestored => match &id {
+            Some(i) => format!("lease restore {i} --again"),
+            None => "lease archives".into(),
+        },
+        ArchiveUnreachable | ArchivePushFailed => match &id {
+            Some(i) => format!("lease archive verify {i}"),
+            None => "lease archives".into(),
+        },
+        BranchUnproven | BranchCheckedOut => git_c("worktree list"),
+    }
+}
+
+/// Returns the one-line advice for `reason` ([`HoldReason::next_action`])
+/// with its `ID` and `PATH` placeholders replaced by the real id and path
+/// (a placeholder stays only where the report has neither).
+pub(super) fn prose(reason: HoldReason, id: Option<&str>, path: Option<&str>) -> String {
+    let mut s = reason.next_action().to_string();
+    if let Some(i) = id {
+        s = s.replace(" ID`", &format!(" {}`", id_arg(i)));
+    }
+    if let Some(p) = path {
+        s = s.replace(" PATH`", &format!(" {}`", quote(p)));
+    }
+    s
+}
+
+/// Fills `t.next` with [`next`] for its first reason, unless the library
+/// set a `next` of its own (anything but the generic summary).
+pub(super) fn fill_target(t: &mut TargetReport) {
+    let Some(&reason) = t.reasons.first() else {
+        return;
+    };
+    let generic = t.next.is_none() || t.next.as_deref() == Some(reason.next_action());
+    if !generic {
+        return;
+    }
+    t.next = Some(next(
+        reason,
+        &Subject {
+            id: t.id.as_deref(),
+            path: t.worktree.as_deref(),
+            detail: &t.detail,
+        },
+    ));
+}
+
+/// Returns the next step for an error that ends a command, or `None` when
+/// there is nothing better to say than the message.
+pub(super) fn for_error(e: &Error) -> Option<String> {
+    let reason = e.reason()?;
+    let path = match e {
+        Error::Io { path, .. } | Error::Record { path, .. } | Error::UnsafeDir { path, .. } => {
+            Some(path.to_string_lossy().into_owned())
+        }
+        _ => None,
+    };
+    Some(next(
+        reason,
+        &Subject {
+            path: path.as_deref(),
+            ..Default::default()
+        },
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every reason code: its `next` is a command with the real id or path
+    /// in it, no placeholder left, and docs/reason-codes.md has a section
+    /// for the code that says what to do next.
+    #[test]
+    fn every_reason_has_a_runnable_next_with_the_real_target() {
+        let docs = include_str!("../../docs/reason-codes.md");
+        let id = "0123abcd".repeat(4);
+        let path = "/srv/w t/wt-1";
+        for reason in all_reasons() {
+            let code = reason.code();
+            assert!(
+                docs.contains(&format!("## {code}\n")),
+                "docs/reason-codes.md has no section for {code}"
+            );
+            let detail = vec!["pid 4242 (cwd)".to_string()];
+            let n = next(
+                reason,
+                &Subject {
+                    id: Some(&id),
+                    path: Some(path),
+                    detail: &detail,
+                },
+            );
+            for placeholder in ["ID", "PATH", "<id", "<path"] {
+                assert!(!n.contains(placeholder), "{code}: placeholder in `{n}`");
+            }
+            assert!(
+                n.contains("0123abcd") || n.contains("'/srv/w t/wt-1'") || n.contains("4242")
+                    || n.starts_with("lease config") || n.starts_with("lease archives"),
+                "{code}: `{n}` names neither the id, the path nor the pid"
+            );
+        }
+    }
+
+    #[test]
+    fn situations_pick_the_right_command() {
+        let detail: Vec<String> = vec![];
+        let s = |p: &'static str| Subject {
+            id: Some("0123abcd0123abcd0123abcd0123abcd"),
+            path: Some(p),
+            detail: &[],
+        };
+        // A deleted directory: repair, whatever gate noticed.
+        let gone = "/nonexistent/lease-hint-test/wt";
+        assert_eq!(next(HoldReason::PathIdentity, &s(gone)), format!("lease repair {gone}"));
+        // Retained: release first, then retire, with the real id.
+        assert_eq!(
+            next(HoldReason::Retained, &s("/")),
+            "lease release 0123abcd && lease retire 0123abcd"
+        );
+        // In use: a command that shows the processes named in the detail.
+        let d = vec!["pid 17 (cwd), pid 18 (fd 3)".to_string()];
+        let n = next(
+            HoldReason::InUse,
+            &Subject {
+                detail: &d,
+                ..s("/")
+            },
+        );
+        assert_eq!(n, "ps -o pid,user,etime,args -p 17,18");
+        // From inside: the exact command to run from the parent.
+        assert_eq!(
+            next(HoldReason::CwdInsideTarget, &s("/srv/wt")),
+            "cd /srv && lease retire 0123abcd"
+        );
+        let _ = detail;
+    }
+
+    fn all_reasons() -> Vec<HoldReason> {
+        // Every variant, by its kebab-case code as serde reads it: a new
+        // variant without a docs section fails the test above once listed
+        // in docs; this list is checked against the enum by `match` below.
+        let v = vec![
+            HoldReason::NotTerminal,
+            HoldReason::LauncherAlive,
+            HoldReason::Retained,
+            HoldReason::RetireInProgress,
+            HoldReason::ConsumerAlive,
+            HoldReason::InUse,
+            HoldReason::NotRecorded,
+            HoldReason::NotRegistered,
+            HoldReason::GitLocked,
+            HoldReason::LeasedElsewhere,
+            HoldReason::CwdInsideTarget,
+            HoldReason::PathIdentity,
+            HoldReason::RootIdentity,
+            HoldReason::PathEscape,
+            HoldReason::ProtectedPath,
+            HoldReason::MountInside,
+            HoldReason::SpecialFile,
+            HoldReason::Uninventoriable,
+            HoldReason::NestedRepo,
+            HoldReason::Dirty,
+            HoldReason::Untracked,
+            HoldReason::Ignored,
+            HoldReason::HiddenIndex,
+            HoldReason::OpInProgress,
+            HoldReason::Submodule,
+            HoldReason::UniqueCommitsUnarchived,
+            HoldReason::ArchiveUnverified,
+            HoldReason::ArchiveInsideTree,
+            HoldReason::LeaseIdentity,
+            HoldReason::LeaseMissing,
+            HoldReason::LeaseInsecure,
+            HoldReason::LeaseDirUnsafe,
+            HoldReason::LockUnsupported,
+            HoldReason::RepoConfigExecutes,
+            HoldReason::UnsafeRepo,
+            HoldReason::RepoMissing,
+            HoldReason::GitFailed,
+            HoldReason::Unprovable,
+            HoldReason::NotWritable,
+            HoldReason::RootInsideWorktree,
+            HoldReason::PathOccupied,
+            HoldReason::BranchMoved,
+            HoldReason::AlreadyRestored,
+            HoldReason::ArchiveUnreachable,
+            HoldReason::ArchivePushFailed,
+            HoldReason::BranchUnproven,
+            HoldReason::BranchCheckedOut,
+            HoldReason::TempWorktreeRoot,
+            HoldReason::FilterUnverifiable,
+        ];
+        for r in &v {
+            // Exhaustive: a new variant must be added to the list above.
+            match r {
+                HoldReason::NotTerminal
+                | HoldReason::LauncherAlive
+                | HoldReason::Retained
+                | HoldReason::RetireInProgress
+                | HoldReason::ConsumerAlive
+                | HoldReason::InUse
+                | HoldReason::NotRecorded
+                | HoldReason::NotRegistered
+                | HoldReason::GitLocked
+                | HoldReason::LeasedElsewhere
+                | HoldReason::CwdInsideTarget
+                | HoldReason::PathIdentity
+                | HoldReason::RootIdentity
+                | HoldReason::PathEscape
+                | HoldReason::ProtectedPath
+                | HoldReason::MountInside
+                | HoldReason::SpecialFile
+                | HoldReason::Uninventoriable
+                | HoldReason::NestedRepo
+                | HoldReason::Dirty
+                | HoldReason::Untracked
+                | HoldReason::Ignored
+                | HoldReason::HiddenIndex
+                | HoldReason::OpInProgress
+                | HoldReason::Submodule
+                | HoldReason::UniqueCommitsUnarchived
+                | HoldReason::ArchiveUnverified
+                | HoldReason::ArchiveInsideTree
+                | HoldReason::LeaseIdentity
+                | HoldReason::LeaseMissing
+                | HoldReason::LeaseInsecure
+                | HoldReason::LeaseDirUnsafe
+                | HoldReason::LockUnsupported
+                | HoldReason::RepoConfigExecutes
+                | HoldReason::UnsafeRepo
+                | HoldReason::RepoMissing
+                | HoldReason::GitFailed
+                | HoldReason::Unprovable
+                | HoldReason::NotWritable
+                | HoldReason::RootInsideWorktree
+                | HoldReason::PathOccupied
+                | HoldReason::BranchMoved
+                | HoldReason::AlreadyRestored
+                | HoldReason::ArchiveUnreachable
+                | HoldReason::ArchivePushFailed
+                | HoldReason::BranchUnproven
+                | HoldReason::BranchCheckedOut
+                | HoldReason::TempWorktreeRoot
+                | HoldReason::FilterUnverifiable => {}
+            }
+        }
+        v
+    }
+}

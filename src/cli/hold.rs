@@ -1,0 +1,79 @@
+//! `lease hold ID`: keep a worktree for a named owner.
+
+use super::exit;
+use crate::error::{Error, Result};
+use crate::paths::StateRoot;
+use crate::registry::{Owner, Registry};
+
+/// Opens the state root for a command that changes one existing record:
+/// a usage error (nothing created) when there is none yet.
+pub(super) fn root_for_record(id: &str) -> Result<Registry> {
+    if StateRoot::open_existing()?.is_none() {
+        return Err(Error::Usage(format!("no record matches `{id}`")));
+    }
+    Ok(Registry::new(StateRoot::open_or_create()?))
+}
+
+pub(super) fn hold(
+    id: &str,
+    reason: String,
+    owner: Option<&str>,
+    until: Option<&str>,
+    json: bool,
+) -> Result<u8> {
+    let req = crate::hold::HoldRequest {
+        id: id.to_string(),
+        reason,
+        owner: owner.map(Owner::parse).transpose()?,
+        until: until
+            .map(|u| crate::hold::parse_until(u, std::time::SystemTime::now()))
+            .transpose()?,
+    };
+    let reg = root_for_record(id)?;
+    let r = crate::hold::hold(&reg, &req)?;
+    print_hold(&r, json);
+    Ok(exit::OK)
+}
+
+pub(super) fn print_hold(r: &crate::hold::HoldReport, json: bool) {
+    if json {
+        out_raw!(
+            "{}",
+            serde_json::to_string_pretty(r).expect("a report serializes")
+        );
+        return;
+    }
+    for line in render_hold(r) {
+        out!("{line}");
+    }
+}
+
+fn render_hold(r: &crate::hold::HoldReport) -> Vec<String> {
+    let what = r.worktree.as_deref().unwrap_or("-");
+    let id = &r.id[..12.min(r.id.len())];
+    let states = if r.from == r.state {
+        r.state.name().to_string()
+    } else {
+        format!("{} -> {}", r.from.name(), r.state.name())
+    };
+    match &r.retention {
+        Some(t) => {
+            let until = t
+                .until
+                .as_deref()
+                .map(|u| format!(" until {u}"))
+                .unwrap_or_default();
+            let mut out = vec![format!(
+                "held `{what}` ({id}) for {}:{} ({}){until}: {states}",
+                t.owner.kind, t.owner.name, t.reason
+            )];
+            if r.pending {
+                out.push(
+                    "  the record is not terminal yet: the hold takes effect when it is".into(),
+                );
+            }
+            out
+        }
+        None => vec![format!("released `{what}` ({id}): {states}")],
+    }
+}

@@ -1,0 +1,74 @@
+//! `lease repair PATH`: remove the registration of one worktree whose directory is missing.
+
+use super::exit;
+use crate::error::Result;
+use crate::git::Git;
+use crate::paths::StateRoot;
+use crate::plan::Disposition;
+use crate::registry::Registry;
+use std::path::Path;
+
+pub(super) fn repair(path: &Path, dry_run: bool, json: bool) -> Result<u8> {
+    let git = Git::resolve()?;
+    let reg = if dry_run {
+        StateRoot::open_existing()?.map(Registry::new)
+    } else {
+        match StateRoot::open_existing()? {
+            Some(_) => Some(Registry::new(StateRoot::open_or_create()?)),
+            None => None,
+        }
+    };
+    let plan = crate::repair::plan(reg.as_ref(), &git, path)?;
+    if !json {
+        let will = if dry_run { "would" } else { "will" };
+        if plan.holds().is_empty() {
+            out!("lease repair {will}:");
+        } else {
+            out!("lease repair found:");
+        }
+        for s in &plan.steps {
+            out!("  {s}");
+        }
+    }
+    let report = if dry_run {
+        crate::repair::dry_run(plan)
+    } else {
+        crate::repair::apply(reg.as_ref(), &git, plan)?
+    };
+    if json {
+        out_raw!(
+            "{}",
+            serde_json::to_string_pretty(&report).expect("a report serializes")
+        );
+    } else {
+        let id = report
+            .plan
+            .record
+            .as_deref()
+            .map(|i| format!(" (record {})", &i[..12.min(i.len())]))
+            .unwrap_or_default();
+        match report.disposition {
+            Disposition::Removed => {
+                out!("removed the registration of `{}`{id}", report.plan.path)
+            }
+            Disposition::WouldRemove => out!(
+                "would remove the registration of `{}`{id}",
+                report.plan.path
+            ),
+            Disposition::Held | Disposition::Retained => {
+                let codes: Vec<String> = report.reasons.iter().map(|r| r.code()).collect();
+                out!("held `{}`{id}: {}", report.plan.path, codes.join(", "));
+                for d in &report.detail {
+                    out!("  {d}");
+                }
+                if let Some(n) = &report.next {
+                    out!("  hint: {n}");
+                }
+            }
+        }
+    }
+    Ok(match report.disposition {
+        Disposition::Removed | Disposition::WouldRemove => exit::OK,
+        Disposition::Held | Disposition::Retained => exit::HELD,
+    })
+}

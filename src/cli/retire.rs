@@ -1,0 +1,203 @@
+//! `lease retire`: targets, the report's rendering and the exit status of each target.
+
+use super::exit;
+use super::target::resolve_target;
+use crate::error::{Error, Result};
+use crate::git::Git;
+use crate::paths::StateRoot;
+use crate::plan::Disposition;
+use crate::registry::{Loaded, Registry, State};
+use crate::report::{GitInfo, RetireReport, TargetReport};
+use crate::retire::Engine;
+
+pub(super) fn retire(
+    targets: &[String],
+    all: bool,
+    dry_run: bool,
+    engine: impl FnOnce(Registry, Git) -> Engine,
+    json: bool,
+) -> Result<u8> {
+    if targets.is_empty() && !all {
+        return Err(Error::Usage(
+            "name a record id or worktree path, or pass --all".into(),
+        ));
+    }
+    if !targets.is_empty() && all {
+        return Err(Error::Usage("--all takes no targets".into()));
+    }
+    let root = if dry_run {
+        match StateRoot::open_existing()? {
+            Some(r) => r,
+            None => {
+                return Err(Error::Usage(
+                    "no state root yet: nothing is recorded".into(),
+                ));
+            }
+        }
+    } else {
+        StateRoot::open_or_create()?
+    };
+    let reg = Registry::new(root);
+    let git = Git::resolve()?;
+    let info = GitInfo {
+        path: git.path().to_string_lossy().into_owned(),
+        version: git.version().to_string(),
+    };
+    let engine = engine(reg.clone(), git);
+    let mut ids: Vec<Result<String, TargetReport>> = Vec::new();
+    if all {
+        for l in reg.scan()? {
+            match l {
+                // Terminal and interrupted records, and active ones whose every
+                // launcher is gone (gate 3 then proves them interrupted).
+                Loaded::Ok(r)
+                    if matches!(r.state, State::Terminal | State::Interrupted)
+                        || (r.state == State::Active && !r.any_launcher_alive()) =>
+                {
+                    ids.push(Ok(r.id.clone()))
+                }
+                Loaded::Ok(_) => {}
+                Loaded::Bad { id, path, problem } => {
+                    let mut t = TargetReport::new(Some(id), None, Disposition::Held);
+                    t.error = Some(format!("record `{}` is {problem}", path.display()));
+                    ids.push(Err(t));
+                }
+            }
+        }
+    } else {
+        for t in targets {
+            let target = resolve_target(&engine, t)?;
+            let dup =
+                matches!(&target, Ok(id) if ids.iter().any(|i| i.as_ref().is_ok_and(|x| x == id)));
+            if !dup {
+                ids.push(target);
+            }
+        }
+    }
+    let reports: Vec<TargetReport> = ids
+        .into_iter()
+        .map(|r| match r {
+            Ok(id) => engine.retire(&id),
+            Err(t) => t,
+        })
+        .collect();
+    let code = reports.iter().map(target_code).max().unwrap_or(exit::OK);
+    let report = RetireReport {
+        dry_run,
+        git: info,
+        targets: reports,
+    };
+    if json {
+        out_raw!(
+            "{}",
+            serde_json::to_string_pretty(&report).expect("a report serializes")
+        );
+    } else if report.targets.is_empty() {
+        out!("nothing to retire");
+    } else {
+        for t in &report.targets {
+            for line in render_target(t) {
+                out!("{line}");
+            }
+        }
+    }
+    Ok(code)
+}
+
+pub(super) fn target_code(t: &TargetReport) -> u8 {
+    if t.error.is_some() {
+        return exit::FAILED;
+    }
+    match t.disposition {
+        // A removal whose requested branch deletion was refused: a hold.
+        Disposition::Removed if t.branch.as_ref().is_some_and(|b| b.reason.is_some()) => exit::HELD,
+        Disposition::Removed | Disposition::WouldRemove => exit::OK,
+        Disposition::Held | Disposition::Retained => exit::HELD,
+    }
+}
+
+pub(super) fn render_target(t: &TargetReport) -> Vec<String> {
+    let what = t.worktree.clone().unwrap_or_default();
+    let id =
+        t.id.as_deref()
+            .map(|i| &i[..12.min(i.len())])
+            .unwrap_or("-");
+    let mut out = Vec::new();
+    if let Some(e) = &t.error
+        && t.worktree.is_none()
+    {
+        out.push(format!("error ({id}): {e}"));
+        return out;
+    }
+    match t.disposition {
+        Disposition::Removed => {
+            let mut s = format!("removed `{what}` ({id})");
+            if let Some(a) = &t.archive {
+                s.push_str(&format!(
+                    "; archived {} commit(s) to `{}`",
+                    a.commits, a.location
+                ));
+            }
+            if let Some(tb) = &t.tombstone {
+                s.push_str(&format!("; reclaimed {} bytes", tb.bytes_reclaimed));
+            }
+            out.push(s);
+            if let Some(b) = &t.branch {
+                match (b.deleted, b.reason) {
+                    (true, _) => out.push(format!(
+                        "  deleted branch `{}` (was {})",
+                        b.name,
+                        b.old_tip.as_deref().unwrap_or("-")
+                    )),
+                    (false, Some(r)) => {
+                        out.push(format!(
+                            "  kept branch `{}`: {} ({})",
+                            b.name,
+                            r.code(),
+                            b.detail
+                        ));
+                        out.push(format!("  hint: {}", r.next_action()));
+                    }
+                    (false, None) => out.push(format!("  branch `{}`: {}", b.name, b.detail)),
+                }
+            }
+        }
+        Disposition::WouldRemove => {
+            out.push(format!(
+                "would remove `{what}` ({id}): {}",
+                t.detail.join("; ")
+            ));
+        }
+        Disposition::Held | Disposition::Retained => {
+            let word = if t.disposition == Disposition::Retained {
+                "retained"
+            } else {
+                "held"
+            };
+            let codes: Vec<String> = t.reasons.iter().map(|r| r.code()).collect();
+            out.push(format!("{word} `{what}` ({id}): {}", codes.join(", ")));
+            for d in &t.detail {
+                out.push(format!("  {d}"));
+            }
+            if let Some(e) = &t.error {
+                out.push(format!("  error: {e}"));
+            }
+            if let Some(n) = &t.next {
+                out.push(format!("  hint: {n}"));
+            }
+        }
+    }
+    for f in &t.filters {
+        let cmds: Vec<&str> = [f.process.as_deref(), f.clean.as_deref()]
+            .into_iter()
+            .flatten()
+            .collect();
+        out.push(format!(
+            "  ran trusted filter `{}` (`{}`, {})",
+            f.driver,
+            cmds.join("` / `"),
+            f.origin
+        ));
+    }
+    out
+}

@@ -1,0 +1,91 @@
+//! `lease show ID`: one record, its holders and its last events.
+
+use super::exit;
+use super::list::{SeenLeases, locked_word, record_json};
+use crate::error::{Error, Result};
+use crate::paths::StateRoot;
+use crate::registry::Registry;
+
+pub(super) fn show(id: &str, json: bool) -> Result<u8> {
+    let Some(root) = StateRoot::open_existing()? else {
+        return Err(Error::Usage(format!("no record matches `{id}`")));
+    };
+    let reg = Registry::new(root);
+    let id = reg.resolve(id)?;
+    let r = reg.get(&id)?;
+    let ids: Vec<(u64, u64)> = r.lease.iter().map(|l| l.id()).collect();
+    let seen = SeenLeases::of(&reg, &ids).of_record(&r);
+    let v = record_json(&r, &seen);
+    if json {
+        out_raw!(
+            "{}",
+            serde_json::to_string_pretty(&v).expect("json serializes")
+        );
+        return Ok(exit::OK);
+    }
+    out!("id:        {}", r.id);
+    out!("state:     {}", r.state.name());
+    out!(
+        "worktree:  {}",
+        r.worktree.as_ref().map(|w| w.path.as_str()).unwrap_or("-")
+    );
+    out!("repo:      {}", r.repo);
+    out!("branch:    {}", r.branch.as_deref().unwrap_or("(detached)"));
+    out!("owner:     {}:{}", r.owner.kind, r.owner.name);
+    let pids: Vec<String> = v["holders"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(ToString::to_string)
+        .collect();
+    match (pids.is_empty(), locked_word(&seen)) {
+        (false, _) => out!("holders:   pid {} (hold the lease)", pids.join(", ")),
+        (true, "shared" | "exclusive") => out!(
+            "holders:   none visible, but /proc/locks lists a {} flock on the lease: it is held (by a process in another pid namespace, or through a descriptor in flight over a unix socket)",
+            locked_word(&seen)
+        ),
+        (true, "unknown") => out!(
+            "holders:   none visible; this /proc (another pid namespace's) cannot show every lock, so the lease may be held"
+        ),
+        _ => out!("holders:   none (the lease is free)"),
+    }
+    if let Some(s) = r.sessions.last() {
+        let alive = s.launcher_alive();
+        out!(
+            "launcher:  pid {} ({})",
+            s.pid,
+            match (alive, s.ended_at.as_deref()) {
+                (true, _) => "running".to_string(),
+                (false, Some(at)) => format!("ended at {at}"),
+                (false, None) => "gone without recording an end".to_string(),
+            }
+        );
+    }
+    if let Some(o) = &r.outcome {
+        match (o.code, o.signal) {
+            (Some(c), _) => out!("outcome:   exit {c} at {}", o.at),
+            (_, Some(s)) => out!("outcome:   signal {s} at {}", o.at),
+            _ => {}
+        }
+    }
+    if let Some(a) = &r.archive {
+        out!(
+            "archive:   {} ({} commit(s), sha256 {})",
+            a.location,
+            a.commits,
+            a.sha256
+        );
+    }
+    if let Some(at) = r.attempts.last() {
+        let codes: Vec<String> = at.reasons.iter().map(|c| c.code()).collect();
+        out!("last hold: {} at {}", codes.join(", "), at.at);
+    }
+    if let Some(t) = &r.tombstone {
+        out!(
+            "removed:   {} ({} bytes reclaimed)",
+            t.removed_at,
+            t.bytes_reclaimed
+        );
+    }
+    Ok(exit::OK)
+}
