@@ -56,9 +56,6 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use crate::error::{Class, Error, Result};
-use crate::launcher::ExecRequest;
-use crate::registry::Owner;
-use crate::retire::{ArchiveMode, Engine};
 
 mod adopt;
 mod archive;
@@ -132,158 +129,32 @@ enum Cmd {
     /// The command and every descendant that keeps the inherited descriptor
     /// hold the lease; retire refuses while any of them lives. lease's exit
     /// status is the command's.
-    Exec {
-        /// Repository (default: the one containing the current directory).
-        #[arg(long, value_name = "R")]
-        repo: Option<PathBuf>,
-        /// Branch to check out (created at the base if missing; default lease/ID-PREFIX).
-        #[arg(long, value_name = "B")]
-        branch: Option<String>,
-        /// Base commit for a new branch (default: the repository's HEAD).
-        #[arg(long, value_name = "REV")]
-        base: Option<String>,
-        /// Lease an existing linked worktree instead of creating one.
-        #[arg(long, value_name = "PATH", conflicts_with_all = ["branch", "base", "repo"])]
-        adopt: Option<PathBuf>,
-        /// Run in the worktree of a retained or terminal record (a new session).
-        #[arg(long, value_name = "ID", conflicts_with_all = ["branch", "base", "repo", "adopt"])]
-        resume: Option<String>,
-        /// Keep the worktree after the command exits (record it `retained`).
-        #[arg(long)]
-        keep: bool,
-        /// Owner as KIND:NAME (default: config `owner` or $LEASE_OWNER, else manual:USER).
-        #[arg(long, value_name = "KIND:NAME")]
-        owner: Option<String>,
-        /// Free-space watermark, bytes with a unit or a percentage (default 1G); joins config and $LEASE_MIN_FREE, the larger wins.
-        #[arg(long, value_name = "SIZE")]
-        min_free: Option<String>,
-        /// Below the watermark, run a safe reap (as `lease reap --apply`, not waiting for another reaper), then check again.
-        #[arg(long)]
-        reap_if_low: bool,
-        /// Allow a worktree root under /tmp, /var/tmp or $TMPDIR (unless a config layer says false).
-        #[arg(long)]
-        allow_temp_root: bool,
-        /// Output path (relative to the worktree top) that may be deleted: ignored files there do not hold the after-exit retire (intersected with config).
-        #[arg(long, value_name = "PATH")]
-        rebuildable: Vec<String>,
-        /// Print the after-exit retire disposition as JSON on stderr.
-        #[arg(long)]
-        json: bool,
-        /// The command and its arguments.
-        #[arg(last = true, required = true, value_name = "CMD")]
-        command: Vec<OsString>,
-    },
+    Exec(exec::Args),
     /// Remove worktrees nobody uses and nothing would be lost from.
-    Retire {
-        /// Record ids (or unique prefixes of 8+ hex digits) or worktree top directories.
-        targets: Vec<String>,
-        /// Every terminal or interrupted record.
-        #[arg(long)]
-        all: bool,
-        /// Say what would happen; change nothing, take no lock.
-        #[arg(long)]
-        dry_run: bool,
-        /// Output path (relative to the worktree top, e.g. `target`) declared rebuildable: ignored files there do not hold and are deleted by lease (intersected with config `rebuildable` and `$LEASE_REBUILDABLE`).
-        #[arg(long, value_name = "PATH")]
-        rebuildable: Vec<String>,
-        /// Where commits that are not durable are archived: a verified bundle under the state root, archival refs pushed to the trusted remote and read back, or both (default bundle; joined with config `archive` and $LEASE_ARCHIVE to every destination asked for).
-        #[arg(long, value_enum, value_name = "MODE")]
-        archive: Option<ArchiveMode>,
-        /// After a removal, delete the task branch if its tip is durable or archived and it is checked out nowhere (kept otherwise, exit 1).
-        #[arg(long)]
-        delete_branch: bool,
-        /// Confirm the trusted remote's branches first, by URL: fetch them into its tracking refs (a dry run only lists them with ls-remote); commits on them count as durable in this retire.
-        #[arg(long)]
-        fetch: bool,
-        /// Print the report as JSON.
-        #[arg(long)]
-        json: bool,
-    },
+    Retire(retire::Args),
     /// List records, their states and holders.
-    List {
-        /// Print JSON.
-        #[arg(long)]
-        json: bool,
-    },
+    List(list::Args),
     /// Show one record.
-    Show {
-        /// Record id or unique prefix.
-        id: String,
-        /// Print JSON.
-        #[arg(long)]
-        json: bool,
-    },
+    Show(show::Args),
     /// Keep a worktree for a named owner (the record becomes retained).
     ///
     /// On an active record the hold is recorded now and takes effect when
     /// the record turns terminal.
-    Hold {
-        /// Record id or unique prefix.
-        id: String,
-        /// Why it is kept.
-        #[arg(long, value_name = "R")]
-        reason: String,
-        /// Who keeps it, as KIND:NAME (default: config `owner` or $LEASE_OWNER, else manual:USER).
-        #[arg(long, value_name = "KIND:NAME")]
-        owner: Option<String>,
-        /// Until when: RFC 3339 or a span such as 7d or 12h (default: no expiry).
-        #[arg(long, value_name = "WHEN")]
-        until: Option<String>,
-        /// Print JSON.
-        #[arg(long)]
-        json: bool,
-    },
+    Hold(hold::Args),
     /// Let a retained worktree be retired again (retained -> terminal).
-    Release {
-        /// Record id or unique prefix.
-        id: String,
-        /// Print JSON.
-        #[arg(long)]
-        json: bool,
-    },
+    Release(release::Args),
     /// Reconcile: finish what crashes left half-done, retire candidates,
     /// report orphans. A dry run unless --apply.
-    Reap {
-        /// Say what would happen; change nothing (the default).
-        #[arg(long, conflicts_with = "apply")]
-        dry_run: bool,
-        /// Act: finish, retire and persist orphans.
-        #[arg(long)]
-        apply: bool,
-        /// Where retires archive commits that are not durable (see `lease retire --archive`).
-        #[arg(long, value_enum, value_name = "MODE")]
-        archive: Option<ArchiveMode>,
-        /// Print the report as JSON.
-        #[arg(long)]
-        json: bool,
-    },
+    Reap(reap::Args),
     /// Record an unrecorded linked worktree as adopted and terminal, running nothing.
     ///
     /// For an orphan registration that reap reported: `lease retire` can then
     /// take it through the gates. Reap itself never retires adopted worktrees.
-    Adopt {
-        /// The worktree's top directory (as `git worktree list` names it).
-        path: PathBuf,
-        /// Owner as KIND:NAME (default: config `owner` or $LEASE_OWNER, else manual:USER).
-        #[arg(long, value_name = "KIND:NAME")]
-        owner: Option<String>,
-        /// Print JSON.
-        #[arg(long)]
-        json: bool,
-    },
+    Adopt(adopt::Args),
     /// Remove the registration of one worktree whose directory is missing.
     ///
     /// Never a repository-wide `git worktree prune`.
-    Repair {
-        /// The worktree's registered path.
-        path: PathBuf,
-        /// Say what would happen; change nothing.
-        #[arg(long)]
-        dry_run: bool,
-        /// Print the report as JSON.
-        #[arg(long)]
-        json: bool,
-    },
+    Repair(repair::Args),
     /// Take the lease named by LEASE_* again and run a command holding it.
     ///
     /// For a process started inside `lease exec` that lost the inherited
@@ -291,47 +162,24 @@ enum Cmd {
     /// lease checks the lease file, locks it shared without waiting, and
     /// replaces itself with the command, which inherits the lock at
     /// LEASE_FD. Exit 125 when it cannot join, with the reason code.
-    Join {
-        /// The command and its arguments.
-        #[arg(last = true, required = true, value_name = "CMD")]
-        command: Vec<OsString>,
-    },
+    Join(join::Args),
     /// Bring back an archived worktree: a new leased worktree at the archived
     /// HEAD, after re-verifying the bundle. One-shot per archive.
     ///
     /// Writes only into a directory it creates; never moves an existing ref
     /// (a moved branch gets `<branch>-restored-<id prefix>`).
-    Restore {
-        /// Record id (or unique prefix) of the retired worktree.
-        id: String,
-        /// Where to create the worktree (must not exist).
-        #[arg(long, value_name = "PATH")]
-        to: Option<PathBuf>,
-        /// Branch name to use (held `branch-moved` if it exists elsewhere).
-        #[arg(long, value_name = "NAME")]
-        branch: Option<String>,
-        /// Restore again although the archive was restored before.
-        #[arg(long)]
-        again: bool,
-        /// Print JSON.
-        #[arg(long)]
-        json: bool,
-    },
+    Restore(restore::Args),
     /// List the records that have archives.
-    Archives {
-        /// Print JSON.
-        #[arg(long)]
-        json: bool,
-    },
+    Archives(archives::Args),
     /// Work with one archive.
     Archive {
         #[command(subcommand)]
-        action: ArchiveCmd,
+        action: archive::ArchiveCmd,
     },
     /// Work with the audit log.
     Audit {
         #[command(subcommand)]
-        action: AuditCmd,
+        action: audit::AuditCmd,
     },
     /// Show the effective policy and where each value came from.
     ///
@@ -339,70 +187,12 @@ enum Cmd {
     /// (else ~/.config/lease/config.toml), --config FILE (else
     /// $LEASE_CONFIG), the documented LEASE_* variables, then flags; safety
     /// settings join to the stricter value whatever the order.
-    Config {
-        /// Show the effective values (the default and only action).
-        #[arg(long)]
-        show: bool,
-        /// Print JSON.
-        #[arg(long)]
-        json: bool,
-    },
+    Config(config::Args),
     /// Print Prometheus metrics of the state root (for node_exporter's textfile collector).
-    Metrics {
-        /// Write to FILE atomically (a temp file in its directory, then rename) instead of stdout.
-        #[arg(long, value_name = "FILE")]
-        out: Option<PathBuf>,
-    },
+    Metrics(metrics::Args),
     /// Write the man page and shell completions (for packagers and scripts/gen-docs).
     #[command(hide = true)]
-    Generate {
-        /// Directory to write `man/lease.1` and `completions/` into.
-        #[arg(long, value_name = "DIR")]
-        out: PathBuf,
-    },
-}
-
-#[derive(Debug, Subcommand)]
-enum AuditCmd {
-    /// Walk the audit log's hash chain: exit 0 when intact, 3 at the first
-    /// break (line and kind: torn, malformed, too-long, edited, reordered,
-    /// duplicate, truncated).
-    ///
-    /// A torn line (a crash or a full disk cut a write short) that the next
-    /// line records the recovery of is reported, not a break. Reads only.
-    Verify {
-        /// Print JSON.
-        #[arg(long)]
-        json: bool,
-    },
-}
-
-#[derive(Debug, Subcommand)]
-enum ArchiveCmd {
-    /// Re-verify an archive (sha256, unbundle with fsck): exit 0 or 1.
-    Verify {
-        /// Record id or unique prefix.
-        id: String,
-        /// Print JSON.
-        #[arg(long)]
-        json: bool,
-    },
-    /// Delete an archive (bundle and archive record) once every commit it
-    /// holds is reachable from the trusted remote's branches, confirmed
-    /// with `git ls-remote`; held `archive-unreachable` otherwise (exit 1).
-    ///
-    /// Archival refs on the remote are deleted too, with a push guarded by
-    /// their recorded commits.
-    Drop {
-        /// Record id or unique prefix.
-        id: String,
-        /// Drop it even though some commits exist nowhere else (written to the audit log).
-        #[arg(long)]
-        unreachable_ok: bool,
-        /// Print JSON.
-        #[arg(long)]
-        json: bool,
-    },
+    Generate(generate::Args),
 }
 
 /// Returns the clap definition of the whole command line, for the man page
@@ -428,8 +218,8 @@ pub fn run() -> ExitCode {
         }
     };
     log::install(cli.verbose, cli.quiet, cli.log_format);
-    let is_exec = matches!(cli.command, Cmd::Exec { .. });
-    if !matches!(cli.command, Cmd::Join { .. } | Cmd::Generate { .. }) {
+    let is_exec = matches!(cli.command, Cmd::Exec(_));
+    if !matches!(cli.command, Cmd::Join(_) | Cmd::Generate(_)) {
         let flags = flag_layer(&cli.command);
         let resolved = crate::policy::load_layers(cli.config.as_deref()).and_then(|mut l| {
             l.push((crate::policy::LayerFrom::Flags, flags));
@@ -448,114 +238,44 @@ pub fn run() -> ExitCode {
         }
     }
     match &cli.command {
-        Cmd::Retire { json, .. }
-        | Cmd::Reap { json, .. }
-        | Cmd::Restore { json, .. }
+        Cmd::Retire(retire::Args { json, .. })
+        | Cmd::Reap(reap::Args { json, .. })
+        | Cmd::Restore(restore::Args { json, .. })
         | Cmd::Archive {
-            action: ArchiveCmd::Verify { json, .. },
+            action: archive::ArchiveCmd::Verify { json, .. },
         } => progress::install(*json, cli.quiet),
         _ => {}
     }
     match cli.command {
-        Cmd::Exec {
-            repo,
-            branch,
-            base,
-            adopt,
-            resume,
-            keep,
-            owner,
-            reap_if_low,
-            json,
-            command,
-            ..
-        } => {
-            let req = (|| -> Result<ExecRequest> {
-                Ok(ExecRequest {
-                    repo,
-                    branch,
-                    base,
-                    adopt,
-                    resume,
-                    keep,
-                    owner: owner.as_deref().map(Owner::parse).transpose()?,
-                    reap_if_low,
-                    command,
-                })
-            })();
-            exec::exec(req, json)
-        }
-        Cmd::Retire {
-            targets,
-            all,
-            dry_run,
-            delete_branch,
-            fetch,
-            json,
-            ..
-        } => finish({
-            // The archive mode comes from the policy, which joined `--archive`.
-            let engine = |reg, git| {
-                Engine::new(reg, git, dry_run)
-                    .with_delete_branch(delete_branch)
-                    .with_fetch(fetch)
-            };
-            retire::retire(&targets, all, dry_run, engine, json)
-        }),
-        Cmd::List { json } => finish(list::list(json)),
-        Cmd::Show { id, json } => finish(show::show(&id, json)),
-        Cmd::Hold {
-            id,
-            reason,
-            owner,
-            until,
-            json,
-        } => finish(hold::hold(
-            &id,
-            reason,
-            owner.as_deref(),
-            until.as_deref(),
-            json,
-        )),
-        Cmd::Release { id, json } => finish(release::release(&id, json)),
-        Cmd::Reap {
-            dry_run: _,
-            apply,
-            archive: _,
-            json,
-        } => finish(reap::reap(apply, json)),
-        Cmd::Adopt { path, owner, json } => finish(adopt::adopt(&path, owner.as_deref(), json)),
-        Cmd::Repair {
-            path,
-            dry_run,
-            json,
-        } => finish(repair::repair(&path, dry_run, json)),
-        Cmd::Join { command } => join::join(command),
-        Cmd::Restore {
-            id,
-            to,
-            branch,
-            again,
-            json,
-        } => finish(restore::restore(id, to, branch, again, json)),
-        Cmd::Archives { json } => finish(archives::archives(json)),
+        Cmd::Exec(a) => exec::run(a),
+        Cmd::Retire(a) => finish(retire::run(a)),
+        Cmd::List(a) => finish(list::run(a)),
+        Cmd::Show(a) => finish(show::run(a)),
+        Cmd::Hold(a) => finish(hold::run(a)),
+        Cmd::Release(a) => finish(release::run(a)),
+        Cmd::Reap(a) => finish(reap::run(a)),
+        Cmd::Adopt(a) => finish(adopt::run(a)),
+        Cmd::Repair(a) => finish(repair::run(a)),
+        Cmd::Join(a) => join::run(a),
+        Cmd::Restore(a) => finish(restore::run(a)),
+        Cmd::Archives(a) => finish(archives::run(a)),
         Cmd::Archive {
-            action: ArchiveCmd::Verify { id, json },
+            action: archive::ArchiveCmd::Verify { id, json },
         } => finish(archive::verify(&id, json)),
         Cmd::Archive {
             action:
-                ArchiveCmd::Drop {
+                archive::ArchiveCmd::Drop {
                     id,
                     unreachable_ok,
                     json,
                 },
         } => finish(archive::drop(&id, unreachable_ok, json)),
         Cmd::Audit {
-            action: AuditCmd::Verify { json },
+            action: audit::AuditCmd::Verify { json },
         } => finish(audit::verify(json)),
-        Cmd::Config { show: _, json } => finish(config::show(json)),
-        Cmd::Metrics { out } => finish(metrics::metrics(out.as_deref())),
-        Cmd::Generate { out } => finish(generate::generate(&out)),
+        Cmd::Config(a) => finish(config::run(a)),
+        Cmd::Metrics(a) => finish(metrics::run(a)),
+        Cmd::Generate(a) => finish(generate::run(a)),
     }
 }
 
@@ -603,32 +323,16 @@ fn finish(r: Result<u8>) -> ExitCode {
 
 /// The flags of `cmd` that feed config (the last layer of the policy).
 fn flag_layer(cmd: &Cmd) -> crate::policy::Layer {
-    let listed = |v: &[String]| (!v.is_empty()).then(|| v.to_vec());
     match cmd {
-        Cmd::Exec {
-            min_free,
-            rebuildable,
-            allow_temp_root,
-            ..
-        } => crate::policy::Layer {
-            min_free: min_free.clone(),
-            rebuildable: listed(rebuildable),
-            allow_temp_worktree_root: allow_temp_root.then_some(true),
-            ..Default::default()
-        },
-        Cmd::Retire {
-            rebuildable,
-            archive,
-            ..
-        } => crate::policy::Layer {
-            rebuildable: listed(rebuildable),
-            archive: *archive,
-            ..Default::default()
-        },
-        Cmd::Reap { archive, .. } => crate::policy::Layer {
-            archive: *archive,
-            ..Default::default()
-        },
+        Cmd::Exec(a) => exec::flag_layer(a),
+        Cmd::Retire(a) => retire::flag_layer(a),
+        Cmd::Reap(a) => reap::flag_layer(a),
         _ => crate::policy::Layer::default(),
     }
+}
+
+/// Returns `Some(v)` if the flag was given at least once (a config layer
+/// that leaves the value to the layers below otherwise).
+fn listed(v: &[String]) -> Option<Vec<String>> {
+    (!v.is_empty()).then(|| v.to_vec())
 }

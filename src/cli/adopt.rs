@@ -4,6 +4,24 @@ use super::exit;
 use crate::error::Result;
 use crate::registry::Owner;
 
+/// The arguments of `lease adopt`.
+#[derive(Debug, clap::Args)]
+pub(super) struct Args {
+    /// The worktree's top directory (as `git worktree list` names it).
+    pub(super) path: std::path::PathBuf,
+    /// Owner as KIND:NAME (default: config `owner` or $LEASE_OWNER, else manual:USER).
+    #[arg(long, value_name = "KIND:NAME")]
+    pub(super) owner: Option<String>,
+    /// Print JSON.
+    #[arg(long)]
+    pub(super) json: bool,
+}
+
+/// Runs `lease adopt`.
+pub(super) fn run(a: Args) -> Result<u8> {
+    adopt(&a.path, a.owner.as_deref(), a.json)
+}
+
 pub(super) fn adopt(path: &std::path::Path, owner: Option<&str>, json: bool) -> Result<u8> {
     let owner = owner.map(Owner::parse).transpose()?;
     let r = crate::launcher::adopt_only(path, owner)?;

@@ -3,6 +3,35 @@
 use super::exit;
 use crate::error::Result;
 
+/// The actions of `lease archive`.
+#[derive(Debug, clap::Subcommand)]
+pub(super) enum ArchiveCmd {
+    /// Re-verify an archive (sha256, unbundle with fsck): exit 0 or 1.
+    Verify {
+        /// Record id or unique prefix.
+        id: String,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Delete an archive (bundle and archive record) once every commit it
+    /// holds is reachable from the trusted remote's branches, confirmed
+    /// with `git ls-remote`; held `archive-unreachable` otherwise (exit 1).
+    ///
+    /// Archival refs on the remote are deleted too, with a push guarded by
+    /// their recorded commits.
+    Drop {
+        /// Record id or unique prefix.
+        id: String,
+        /// Drop it even though some commits exist nowhere else (written to the audit log).
+        #[arg(long)]
+        unreachable_ok: bool,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
 pub(super) fn verify(id: &str, json: bool) -> Result<u8> {
     let rec = crate::restore::verify(id)?;
     let a = rec.archive.as_ref();

@@ -3,6 +3,19 @@
 use super::exit;
 use crate::error::Result;
 
+/// The arguments of `lease archives`.
+#[derive(Debug, clap::Args)]
+pub(super) struct Args {
+    /// Print JSON.
+    #[arg(long)]
+    pub(super) json: bool,
+}
+
+/// Runs `lease archives`.
+pub(super) fn run(a: Args) -> Result<u8> {
+    archives(a.json)
+}
+
 pub(super) fn archives(json: bool) -> Result<u8> {
     let list = crate::restore::archives()?;
     if json {

@@ -4,6 +4,22 @@ use super::exit;
 use crate::error::Result;
 use crate::paths::StateRoot;
 
+/// The actions of `lease audit`.
+#[derive(Debug, clap::Subcommand)]
+pub(super) enum AuditCmd {
+    /// Walk the audit log's hash chain: exit 0 when intact, 3 at the first
+    /// break (line and kind: torn, malformed, too-long, edited, reordered,
+    /// duplicate, truncated).
+    ///
+    /// A torn line (a crash or a full disk cut a write short) that the next
+    /// line records the recovery of is reported, not a break. Reads only.
+    Verify {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
 /// Walks the chain of `<state root>/audit.jsonl` ([`crate::audit::verify`]):
 /// exit 0 when it is intact (no state root or no log yet counts: nothing
 /// was written), 3 at the first break. Writes nothing.

@@ -6,6 +6,22 @@ use super::exit;
 use crate::error::Result;
 use crate::policy::{Policy, Source, Sourced};
 
+/// The arguments of `lease config`.
+#[derive(Debug, clap::Args)]
+pub(super) struct Args {
+    /// Show the effective values (the default and only action).
+    #[arg(long)]
+    pub(super) show: bool,
+    /// Print JSON.
+    #[arg(long)]
+    pub(super) json: bool,
+}
+
+/// Runs `lease config` (`--show` is the only action).
+pub(super) fn run(a: Args) -> Result<u8> {
+    show(a.json)
+}
+
 /// One row: key, value, source.
 type Row = (&'static str, Value, Source);
 

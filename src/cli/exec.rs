@@ -8,6 +8,94 @@ use crate::launcher::ExecRequest;
 use crate::os::process::Ended;
 use std::process::ExitCode;
 
+/// The arguments of `lease exec`.
+#[derive(Debug, clap::Args)]
+pub(super) struct Args {
+    /// Repository (default: the one containing the current directory).
+    #[arg(long, value_name = "R")]
+    pub(super) repo: Option<std::path::PathBuf>,
+    /// Branch to check out (created at the base if missing; default lease/ID-PREFIX).
+    #[arg(long, value_name = "B")]
+    pub(super) branch: Option<String>,
+    /// Base commit for a new branch (default: the repository's HEAD).
+    #[arg(long, value_name = "REV")]
+    pub(super) base: Option<String>,
+    /// Lease an existing linked worktree instead of creating one.
+    #[arg(long, value_name = "PATH", conflicts_with_all = ["branch", "base", "repo"])]
+    pub(super) adopt: Option<std::path::PathBuf>,
+    /// Run in the worktree of a retained or terminal record (a new session).
+    #[arg(long, value_name = "ID", conflicts_with_all = ["branch", "base", "repo", "adopt"])]
+    pub(super) resume: Option<String>,
+    /// Keep the worktree after the command exits (record it `retained`).
+    #[arg(long)]
+    pub(super) keep: bool,
+    /// Owner as KIND:NAME (default: config `owner` or $LEASE_OWNER, else manual:USER).
+    #[arg(long, value_name = "KIND:NAME")]
+    pub(super) owner: Option<String>,
+    /// Free-space watermark, bytes with a unit or a percentage (default 1G); joins config and $LEASE_MIN_FREE, the larger wins.
+    #[arg(long, value_name = "SIZE")]
+    pub(super) min_free: Option<String>,
+    /// Below the watermark, run a safe reap (as `lease reap --apply`, not waiting for another reaper), then check again.
+    #[arg(long)]
+    pub(super) reap_if_low: bool,
+    /// Allow a worktree root under /tmp, /var/tmp or $TMPDIR (unless a config layer says false).
+    #[arg(long)]
+    pub(super) allow_temp_root: bool,
+    /// Output path (relative to the worktree top) that may be deleted: ignored files there do not hold the after-exit retire (intersected with config).
+    #[arg(long, value_name = "PATH")]
+    pub(super) rebuildable: Vec<String>,
+    /// Print the after-exit retire disposition as JSON on stderr.
+    #[arg(long)]
+    pub(super) json: bool,
+    /// The command and its arguments.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub(super) command: Vec<std::ffi::OsString>,
+}
+
+/// Runs `lease exec`: the command's exit status (or 125 when lease failed first).
+pub(super) fn run(a: Args) -> ExitCode {
+    let Args {
+        repo,
+        branch,
+        base,
+        adopt,
+        resume,
+        keep,
+        owner,
+        reap_if_low,
+        json,
+        command,
+        ..
+    } = a;
+    let req = (|| -> Result<ExecRequest> {
+        Ok(ExecRequest {
+            repo,
+            branch,
+            base,
+            adopt,
+            resume,
+            keep,
+            owner: owner
+                .as_deref()
+                .map(crate::registry::Owner::parse)
+                .transpose()?,
+            reap_if_low,
+            command,
+        })
+    })();
+    exec(req, json)
+}
+
+/// The flags of `exec` that feed config.
+pub(super) fn flag_layer(a: &Args) -> crate::policy::Layer {
+    crate::policy::Layer {
+        min_free: a.min_free.clone(),
+        rebuildable: super::listed(&a.rebuildable),
+        allow_temp_worktree_root: a.allow_temp_root.then_some(true),
+        ..Default::default()
+    }
+}
+
 pub(super) fn exec(req: Result<ExecRequest>, json: bool) -> ExitCode {
     let result = req.and_then(crate::launcher::exec);
     let res = match result {

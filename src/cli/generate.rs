@@ -11,6 +11,19 @@ use clap_complete::Shell;
 use super::exit;
 use crate::error::{IoResultExt, Result};
 
+/// The arguments of `lease generate`.
+#[derive(Debug, clap::Args)]
+pub(super) struct Args {
+    /// Directory to write `man/lease.1` and `completions/` into.
+    #[arg(long, value_name = "DIR")]
+    pub(super) out: std::path::PathBuf,
+}
+
+/// Runs `lease generate`.
+pub(super) fn run(a: Args) -> Result<u8> {
+    generate(&a.out)
+}
+
 /// The completion scripts written, one per shell, in this order.
 const SHELLS: [Shell; 3] = [Shell::Bash, Shell::Zsh, Shell::Fish];
 

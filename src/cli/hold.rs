@@ -5,6 +5,36 @@ use crate::error::{Error, Result};
 use crate::paths::StateRoot;
 use crate::registry::{Owner, Registry};
 
+/// The arguments of `lease hold`.
+#[derive(Debug, clap::Args)]
+pub(super) struct Args {
+    /// Record id or unique prefix.
+    pub(super) id: String,
+    /// Why it is kept.
+    #[arg(long, value_name = "R")]
+    pub(super) reason: String,
+    /// Who keeps it, as KIND:NAME (default: config `owner` or $LEASE_OWNER, else manual:USER).
+    #[arg(long, value_name = "KIND:NAME")]
+    pub(super) owner: Option<String>,
+    /// Until when: RFC 3339 or a span such as 7d or 12h (default: no expiry).
+    #[arg(long, value_name = "WHEN")]
+    pub(super) until: Option<String>,
+    /// Print JSON.
+    #[arg(long)]
+    pub(super) json: bool,
+}
+
+/// Runs `lease hold`.
+pub(super) fn run(a: Args) -> Result<u8> {
+    hold(
+        &a.id,
+        a.reason,
+        a.owner.as_deref(),
+        a.until.as_deref(),
+        a.json,
+    )
+}
+
 /// Opens the state root for a command that changes one existing record:
 /// a usage error (nothing created) when there is none yet.
 pub(super) fn root_for_record(id: &str) -> Result<Registry> {

@@ -5,6 +5,19 @@ use super::print_error;
 use std::ffi::OsString;
 use std::process::ExitCode;
 
+/// The arguments of `lease join`.
+#[derive(Debug, clap::Args)]
+pub(super) struct Args {
+    /// The command and its arguments.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub(super) command: Vec<std::ffi::OsString>,
+}
+
+/// Runs `lease join`.
+pub(super) fn run(a: Args) -> ExitCode {
+    join(a.command)
+}
+
 /// Runs `lease join`: on success this process becomes the command and never
 /// returns here.
 pub(super) fn join(command: Vec<OsString>) -> ExitCode {

@@ -5,6 +5,19 @@ use crate::error::Result;
 use crate::paths::StateRoot;
 use crate::registry::{Loaded, Record, Registry, State};
 
+/// The arguments of `lease list`.
+#[derive(Debug, clap::Args)]
+pub(super) struct Args {
+    /// Print JSON.
+    #[arg(long)]
+    pub(super) json: bool,
+}
+
+/// Runs `lease list`.
+pub(super) fn run(a: Args) -> Result<u8> {
+    list(a.json)
+}
+
 /// A record as JSON with its current `holders` (pids, from `holders`, a
 /// map built by one `/proc` scan).
 /// What `/proc` says about the leases of a listing: descriptors per lease

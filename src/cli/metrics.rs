@@ -7,6 +7,19 @@ use crate::error::{Error, Result};
 use crate::paths::StateRoot;
 use crate::registry::Registry;
 
+/// The arguments of `lease metrics`.
+#[derive(Debug, clap::Args)]
+pub(super) struct Args {
+    /// Write to FILE atomically (a temp file in its directory, then rename) instead of stdout.
+    #[arg(long, value_name = "FILE")]
+    pub(super) out: Option<std::path::PathBuf>,
+}
+
+/// Runs `lease metrics`.
+pub(super) fn run(a: Args) -> Result<u8> {
+    metrics(a.out.as_deref())
+}
+
 /// Prints the metrics, or writes them to `out` atomically with mode 0644 so
 /// node_exporter (often another user) can read them. Creates no state root.
 pub(super) fn metrics(out: Option<&Path>) -> Result<u8> {

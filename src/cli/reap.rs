@@ -5,6 +5,36 @@ use crate::error::Result;
 use crate::git::Git;
 use crate::paths::StateRoot;
 
+/// The arguments of `lease reap`.
+#[derive(Debug, clap::Args)]
+pub(super) struct Args {
+    /// Say what would happen; change nothing (the default).
+    #[arg(long, conflicts_with = "apply")]
+    pub(super) dry_run: bool,
+    /// Act: finish, retire and persist orphans.
+    #[arg(long)]
+    pub(super) apply: bool,
+    /// Where retires archive commits that are not durable (see `lease retire --archive`).
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub(super) archive: Option<crate::retire::ArchiveMode>,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub(super) json: bool,
+}
+
+/// Runs `lease reap` (the archive mode reaches it through the policy).
+pub(super) fn run(a: Args) -> Result<u8> {
+    reap(a.apply, a.json)
+}
+
+/// The flags of `reap` that feed config.
+pub(super) fn flag_layer(a: &Args) -> crate::policy::Layer {
+    crate::policy::Layer {
+        archive: a.archive,
+        ..Default::default()
+    }
+}
+
 pub(super) fn reap(apply: bool, json: bool) -> Result<u8> {
     use crate::reap::ReapReport;
     let git = Git::resolve()?;

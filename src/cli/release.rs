@@ -4,6 +4,21 @@ use super::exit;
 use super::hold::{print_hold, root_for_record};
 use crate::error::Result;
 
+/// The arguments of `lease release`.
+#[derive(Debug, clap::Args)]
+pub(super) struct Args {
+    /// Record id or unique prefix.
+    pub(super) id: String,
+    /// Print JSON.
+    #[arg(long)]
+    pub(super) json: bool,
+}
+
+/// Runs `lease release`.
+pub(super) fn run(a: Args) -> Result<u8> {
+    release(&a.id, a.json)
+}
+
 pub(super) fn release(id: &str, json: bool) -> Result<u8> {
     let reg = root_for_record(id)?;
     let r = crate::hold::release(&reg, id)?;

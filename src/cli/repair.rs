@@ -8,6 +8,24 @@ use crate::plan::Disposition;
 use crate::registry::Registry;
 use std::path::Path;
 
+/// The arguments of `lease repair`.
+#[derive(Debug, clap::Args)]
+pub(super) struct Args {
+    /// The worktree's registered path.
+    pub(super) path: std::path::PathBuf,
+    /// Say what would happen; change nothing.
+    #[arg(long)]
+    pub(super) dry_run: bool,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub(super) json: bool,
+}
+
+/// Runs `lease repair`.
+pub(super) fn run(a: Args) -> Result<u8> {
+    repair(&a.path, a.dry_run, a.json)
+}
+
 pub(super) fn repair(path: &Path, dry_run: bool, json: bool) -> Result<u8> {
     let git = Git::resolve()?;
     let reg = if dry_run {

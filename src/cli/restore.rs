@@ -5,6 +5,30 @@ use crate::error::Result;
 use crate::restore::RestoreRequest;
 use std::path::PathBuf;
 
+/// The arguments of `lease restore`.
+#[derive(Debug, clap::Args)]
+pub(super) struct Args {
+    /// Record id (or unique prefix) of the retired worktree.
+    pub(super) id: String,
+    /// Where to create the worktree (must not exist).
+    #[arg(long, value_name = "PATH")]
+    pub(super) to: Option<std::path::PathBuf>,
+    /// Branch name to use (held `branch-moved` if it exists elsewhere).
+    #[arg(long, value_name = "NAME")]
+    pub(super) branch: Option<String>,
+    /// Restore again although the archive was restored before.
+    #[arg(long)]
+    pub(super) again: bool,
+    /// Print JSON.
+    #[arg(long)]
+    pub(super) json: bool,
+}
+
+/// Runs `lease restore`.
+pub(super) fn run(a: Args) -> Result<u8> {
+    restore(a.id, a.to, a.branch, a.again, a.json)
+}
+
 pub(super) fn restore(
     id: String,
     to: Option<PathBuf>,

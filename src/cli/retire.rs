@@ -10,6 +10,63 @@ use crate::registry::{Loaded, Registry, State};
 use crate::report::{GitInfo, RetireReport, TargetReport};
 use crate::retire::Engine;
 
+/// The arguments of `lease retire`.
+#[derive(Debug, clap::Args)]
+pub(super) struct Args {
+    /// Record ids (or unique prefixes of 8+ hex digits) or worktree top directories.
+    pub(super) targets: Vec<String>,
+    /// Every terminal or interrupted record.
+    #[arg(long)]
+    pub(super) all: bool,
+    /// Say what would happen; change nothing, take no lock.
+    #[arg(long)]
+    pub(super) dry_run: bool,
+    /// Output path (relative to the worktree top, e.g. `target`) declared rebuildable: ignored files there do not hold and are deleted by lease (intersected with config `rebuildable` and `$LEASE_REBUILDABLE`).
+    #[arg(long, value_name = "PATH")]
+    pub(super) rebuildable: Vec<String>,
+    /// Where commits that are not durable are archived: a verified bundle under the state root, archival refs pushed to the trusted remote and read back, or both (default bundle; joined with config `archive` and $LEASE_ARCHIVE to every destination asked for).
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub(super) archive: Option<crate::retire::ArchiveMode>,
+    /// After a removal, delete the task branch if its tip is durable or archived and it is checked out nowhere (kept otherwise, exit 1).
+    #[arg(long)]
+    pub(super) delete_branch: bool,
+    /// Confirm the trusted remote's branches first, by URL: fetch them into its tracking refs (a dry run only lists them with ls-remote); commits on them count as durable in this retire.
+    #[arg(long)]
+    pub(super) fetch: bool,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub(super) json: bool,
+}
+
+/// Runs `lease retire`.
+pub(super) fn run(a: Args) -> Result<u8> {
+    let Args {
+        targets,
+        all,
+        dry_run,
+        delete_branch,
+        fetch,
+        json,
+        ..
+    } = a;
+    // The archive mode comes from the policy, which joined `--archive`.
+    let engine = |reg, git| {
+        Engine::new(reg, git, dry_run)
+            .with_delete_branch(delete_branch)
+            .with_fetch(fetch)
+    };
+    retire(&targets, all, dry_run, engine, json)
+}
+
+/// The flags of `retire` that feed config.
+pub(super) fn flag_layer(a: &Args) -> crate::policy::Layer {
+    crate::policy::Layer {
+        rebuildable: super::listed(&a.rebuildable),
+        archive: a.archive,
+        ..Default::default()
+    }
+}
+
 pub(super) fn retire(
     targets: &[String],
     all: bool,

@@ -6,6 +6,21 @@ use crate::error::{Error, Result};
 use crate::paths::StateRoot;
 use crate::registry::Registry;
 
+/// The arguments of `lease show`.
+#[derive(Debug, clap::Args)]
+pub(super) struct Args {
+    /// Record id or unique prefix.
+    pub(super) id: String,
+    /// Print JSON.
+    #[arg(long)]
+    pub(super) json: bool,
+}
+
+/// Runs `lease show`.
+pub(super) fn run(a: Args) -> Result<u8> {
+    show(&a.id, a.json)
+}
+
 pub(super) fn show(id: &str, json: bool) -> Result<u8> {
     let Some(root) = StateRoot::open_existing()? else {
         return Err(Error::Usage(format!("no record matches `{id}`")));
