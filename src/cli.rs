@@ -62,6 +62,7 @@ mod archive;
 mod archives;
 mod audit;
 mod config;
+mod create;
 mod exec;
 mod generate;
 mod hold;
@@ -130,6 +131,17 @@ enum Cmd {
     /// hold the lease; retire refuses while any of them lives. lease's exit
     /// status is the command's.
     Exec(exec::Args),
+    /// Create a leased worktree for a process lease does not start, and a
+    /// keeper that holds the lease until that process exits.
+    ///
+    /// For agent hosts and CI runners that create worktrees from hooks.
+    /// Prints the worktree's path (one JSON object with --json) only once
+    /// the keeper holds the lease. The bound process's descendants do not
+    /// inherit the lease.
+    Create(create::Args),
+    /// The keeper `lease create` starts (not for direct use).
+    #[command(hide = true)]
+    Keeper(create::KeeperArgs),
     /// Remove worktrees nobody uses and nothing would be lost from.
     Retire(retire::Args),
     /// List records, their states and holders.
@@ -248,6 +260,8 @@ pub fn run() -> ExitCode {
     }
     match cli.command {
         Cmd::Exec(a) => exec::run(a),
+        Cmd::Create(a) => create::run(a, cli.config.clone()),
+        Cmd::Keeper(a) => create::keeper(a),
         Cmd::Retire(a) => finish(retire::run(a)),
         Cmd::List(a) => finish(list::run(a)),
         Cmd::Show(a) => finish(show::run(a)),
@@ -293,7 +307,7 @@ fn subcommand_name() -> Option<OsString> {
     None
 }
 
-fn class_code(c: Class) -> u8 {
+pub(super) fn class_code(c: Class) -> u8 {
     match c {
         Class::Held => exit::HELD,
         Class::Usage => exit::USAGE,

@@ -160,16 +160,41 @@ pub struct ExecResult {
 }
 
 /// The worktree a session runs in, and the lease it holds.
-struct Prepared {
-    id: String,
-    worktree: PathBuf,
-    lease: FileId,
+pub(crate) struct Prepared {
+    pub(crate) id: String,
+    pub(crate) worktree: PathBuf,
+    pub(crate) lease: FileId,
     /// The open the command inherits (locked shared).
-    child_fd: fs::File,
+    pub(crate) child_fd: fs::File,
     /// The launcher's private open (locked shared, close-on-exec).
-    own_fd: fs::File,
+    pub(crate) own_fd: fs::File,
     /// True if this run created the worktree (then it retires it after exit).
-    created_now: bool,
+    pub(crate) created_now: bool,
+}
+
+/// Refuses, before anything is created, a worktree root that OS cleaners
+/// sweep by age (`/tmp`, `/var/tmp`, `$TMPDIR`) unless config allows it.
+pub(crate) fn check_root_not_temp() -> Result<()> {
+    let state = crate::paths::StateRoot::locate()?;
+    crate::paths::check_not_temp(
+        &crate::paths::worktree_root_of(&state),
+        crate::policy::current().allow_temp_worktree_root.value,
+    )
+}
+
+/// A new session of this process (pid and start time), not yet ended.
+pub(crate) fn own_session() -> Result<Session> {
+    let pid = std::process::id();
+    let start_time = process::start_time(pid)
+        .ok_or_else(|| Error::Usage("cannot read this process's start time from /proc".into()))?;
+    Ok(Session {
+        pid,
+        start_time,
+        started_at: crate::registry::now(),
+        ended_at: None,
+        outcome: None,
+        bound: None,
+    })
 }
 
 /// Runs `lease exec`. `Err` means lease failed before the command ran (exit 125).
@@ -179,24 +204,12 @@ pub fn exec(req: ExecRequest) -> Result<ExecResult> {
     }
     if req.resume.is_none() && req.adopt.is_none() {
         // Before anything is created: a worktree root that OS cleaners sweep.
-        let state = crate::paths::StateRoot::locate()?;
-        crate::paths::check_not_temp(
-            &crate::paths::worktree_root_of(&state),
-            crate::policy::current().allow_temp_worktree_root.value,
-        )?;
+        check_root_not_temp()?;
     }
     let root = crate::paths::StateRoot::open_or_create()?;
     let reg = Registry::new(root);
     let git = Git::resolve_lazy()?;
-    let me = process::start_time(std::process::id())
-        .ok_or_else(|| Error::Usage("cannot read this process's start time from /proc".into()))?;
-    let session = Session {
-        pid: std::process::id(),
-        start_time: me,
-        started_at: crate::registry::now(),
-        ended_at: None,
-        outcome: None,
-    };
+    let session = own_session()?;
     let prepared = match (&req.resume, &req.adopt) {
         (Some(id), _) => resume(&reg, id, session)?,
         (None, Some(path)) => adopt(&reg, &git, path, &req, session)?,
@@ -249,15 +262,7 @@ pub fn adopt_only(path: &Path, owner: Option<Owner>) -> Result<AdoptReport> {
         )));
     }
     let me = std::process::id();
-    let session = Session {
-        pid: me,
-        start_time: process::start_time(me).ok_or_else(|| {
-            Error::Usage("cannot read this process's start time from /proc".into())
-        })?,
-        started_at: crate::registry::now(),
-        ended_at: None,
-        outcome: None,
-    };
+    let session = own_session()?;
     let req = ExecRequest {
         repo: None,
         branch: None,
@@ -445,7 +450,16 @@ fn abandon(reg: &Registry, id: &str, why: &str) {
     });
 }
 
-fn create(reg: &Registry, git: &Git, req: &ExecRequest, session: Session) -> Result<Prepared> {
+/// Creates and registers a new worktree for `req` (exec without `--adopt`
+/// or `--resume`, and `lease create`): admission, record `planned` with
+/// `session`, lease file locked shared (two opens), `git worktree add
+/// --lock` under the creation lock, record `active`.
+pub(crate) fn create(
+    reg: &Registry,
+    git: &Git,
+    req: &ExecRequest,
+    session: Session,
+) -> Result<Prepared> {
     let dir = caller_dir(req)?;
     let common = common_dir(git, &dir)?;
     let rg = git.repo(&common)?;
@@ -776,6 +790,7 @@ fn added_or_kept(reg: &Registry, id: &str, wt: &Path, added: Result<Added>) -> R
             head: None,
             error: Some(detail.clone()),
             holders: Vec::new(),
+            note: None,
         };
         if let Some(s) = r
             .sessions
@@ -1169,41 +1184,18 @@ fn run(reg: &Registry, git: Git, p: Prepared, req: &ExecRequest) -> Result<ExecR
             .find(|n| n.starts_with("lease: cannot run"))
             .cloned(),
         holders: holders.clone(),
+        note: None,
     };
-    let me = std::process::id();
-    let recorded = reg.update(&p.id, |r| {
-        let mine = r
-            .sessions
-            .iter_mut()
-            .rev()
-            .find(|s| s.pid == me && s.ended_at.is_none());
-        if let Some(s) = mine {
-            s.ended_at = Some(outcome.at.clone());
-            s.outcome = Some(outcome.clone());
-        }
-        r.outcome = Some(outcome.clone());
-        if !r.any_launcher_alive() && r.state == State::Active {
-            r.set_state(State::Terminal)?;
-            // A `lease hold` made while active takes effect now (SPEC/Commands);
-            // an earlier `--keep` covered only its own session's exit.
-            let held = r.retention.as_ref().is_some_and(|t| !t.is_kept_at_exit());
-            if held {
-                r.set_state(State::Retained)?;
-            } else if req.keep {
-                r.retention = Some(Retention {
-                    owner: owner_of(req)?,
-                    reason: crate::registry::KEPT_AT_EXIT.into(),
-                    until: None,
-                });
-                r.set_state(State::Retained)?;
-            } else {
-                r.retention = None;
-            }
-        }
-        Ok(r.state)
-    });
+    let keep_for = if req.keep { Some(owner_of(req)) } else { None }.transpose();
+    let recorded =
+        keep_for.and_then(|keep| end_session(reg, &p.id, std::process::id(), &outcome, keep));
     let retire = match recorded {
-        Ok(State::Terminal) if p.created_now && !req.keep => {
+        // A recorded `retire --when-free` is completed by the last one to
+        // leave, whatever the origin (SPEC "Hosts that lease does not start").
+        Ok((State::Terminal, Some(intent))) => {
+            Some(crate::ops::intent::complete(reg, git, &p.id, &intent))
+        }
+        Ok((State::Terminal, None)) if p.created_now && !req.keep => {
             Some(Engine::new(reg.clone(), git, false).retire(&p.id))
         }
         Ok(_) => None,
@@ -1226,10 +1218,59 @@ fn run(reg: &Registry, git: Git, p: Prepared, req: &ExecRequest) -> Result<ExecR
     })
 }
 
+/// Records the end of session `pid` (a launcher whose command exited, or a
+/// keeper whose bound process did): its `ended_at` and `outcome`, and the
+/// record's `outcome`. When no other launcher lives and the record is
+/// `active`, it turns `terminal`, then `retained` if a `lease hold` made
+/// while active waits (SPEC/Commands) or `keep` names the owner of an
+/// `exec --keep`. Returns the state after, and the pending
+/// `retire --when-free` intent, read under the same record lock: the
+/// caller has already closed its lease descriptors, so an intent recorded
+/// after this read finds the lease free itself (`ops::intent`).
+pub(crate) fn end_session(
+    reg: &Registry,
+    id: &str,
+    pid: u32,
+    outcome: &Outcome,
+    keep: Option<Owner>,
+) -> Result<(State, Option<crate::registry::Intent>)> {
+    reg.update(id, |r| {
+        let mine = r
+            .sessions
+            .iter_mut()
+            .rev()
+            .find(|s| s.pid == pid && s.ended_at.is_none());
+        if let Some(s) = mine {
+            s.ended_at = Some(outcome.at.clone());
+            s.outcome = Some(outcome.clone());
+        }
+        r.outcome = Some(outcome.clone());
+        if !r.any_launcher_alive() && r.state == State::Active {
+            r.set_state(State::Terminal)?;
+            // A `lease hold` made while active takes effect now (SPEC/Commands);
+            // an earlier `--keep` covered only its own session's exit.
+            let held = r.retention.as_ref().is_some_and(|t| !t.is_kept_at_exit());
+            if held {
+                r.set_state(State::Retained)?;
+            } else if let Some(owner) = keep {
+                r.retention = Some(Retention {
+                    owner,
+                    reason: crate::registry::KEPT_AT_EXIT.into(),
+                    until: None,
+                });
+                r.set_state(State::Retained)?;
+            } else {
+                r.retention = None;
+            }
+        }
+        Ok((r.state, r.intent.clone()))
+    })
+}
+
 /// The worktree's HEAD commit after the command, read in process where
 /// [`crate::git::libgit2::Reader`] can, else with `git rev-parse`; `None` when
 /// neither can tell.
-fn head_of(git: &Git, common: &Path, worktree: &Path) -> Option<String> {
+pub(crate) fn head_of(git: &Git, common: &Path, worktree: &Path) -> Option<String> {
     match crate::git::libgit2::Reader::open(common)
         .and_then(|r| r.head_commit(&crate::git::admin::linked_admin(common, worktree)?))
     {

@@ -38,6 +38,7 @@ pub mod hold;
 pub mod launcher;
 pub mod metrics;
 pub mod model;
+pub mod ops;
 pub mod os;
 pub mod paths;
 pub mod plan;

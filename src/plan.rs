@@ -75,6 +75,18 @@ impl HoldReason {
             .expect("a unit variant serializes as a string")
     }
 
+    /// True for the holds that only say the lease is in use now
+    /// (`consumer-alive`, `launcher-alive`, `retire-in-progress`): the
+    /// consumers a `retire --when-free` intent waits for. Every other
+    /// reason is about the tree or the evidence, and an intent never
+    /// overrides it.
+    pub fn is_busy(self) -> bool {
+        matches!(
+            self,
+            HoldReason::ConsumerAlive | HoldReason::LauncherAlive | HoldReason::RetireInProgress
+        )
+    }
+
     /// Returns what the user should do next, in one line.
     pub fn next_action(self) -> &'static str {
         use HoldReason::*;
@@ -178,6 +190,10 @@ pub enum Disposition {
     Retained,
     /// A gate refused now.
     Held,
+    /// `retire --when-free` with the lease held: the content gates pass
+    /// now and the intent is recorded; the last consumer to leave, or the
+    /// next reap, retires the worktree (or holds it, with reasons).
+    Pending,
 }
 
 /// What gate 1 allows the retire to do next.

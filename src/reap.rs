@@ -17,7 +17,9 @@
 //!   held records are only proven `interrupted`.
 //! - `terminal` / `interrupted`: created records go through
 //!   [`Engine::retire`]; adopted ones are reported, never taken (lease did not
-//!   allocate them); a pending `lease hold` keeps them.
+//!   allocate them), unless a `retire --when-free` intent is recorded (an
+//!   explicit retire, completed with the reap's own options); a pending
+//!   `lease hold` keeps them.
 //! - `retiring`: resumed under the exclusive lease lock (a running retire
 //!   holds it, so it is never disturbed). Directory and registration gone:
 //!   the tombstone is completed. Directory present: back to `terminal`, and
@@ -145,7 +147,8 @@ impl ReapItem {
             Disposition::Removed => ReapDisposition::Removed,
             Disposition::WouldRemove => ReapDisposition::WouldRemove,
             Disposition::Retained => ReapDisposition::Retained,
-            Disposition::Held => ReapDisposition::Held,
+            // A reap's retire never records an intent.
+            Disposition::Held | Disposition::Pending => ReapDisposition::Held,
         };
         self.reasons.extend(t.reasons.iter().copied());
         self.detail.extend(t.detail.iter().cloned());
@@ -708,7 +711,9 @@ impl Reaper<'_> {
             }
         }
         let keeps = pending_hold(rec);
-        if rec.origin == Origin::Created && !keeps {
+        // A `retire --when-free` intent is an explicit retire: adopted
+        // records with one are taken too.
+        if (rec.origin == Origin::Created || rec.intent.is_some()) && !keeps {
             // The engine proves `interrupted` under the exclusive lock itself.
             item.take_retire(self.engine.retire(&rec.id));
             return Ok(());
@@ -781,7 +786,7 @@ impl Reaper<'_> {
             item.next = Some(format!("`lease release {}` drops the hold", rec.prefix()));
             return;
         }
-        if rec.origin == Origin::Adopted {
+        if rec.origin == Origin::Adopted && rec.intent.is_none() {
             item.disposition = ReapDisposition::Reported;
             item.detail.push(
                 "adopted: lease did not allocate this worktree, so reap never takes it".into(),

@@ -261,6 +261,50 @@ pub struct Outcome {
     /// Pids that still held the lease when the command exited.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub holders: Vec<u32>,
+    /// What ended the session when there is no exit code or signal to
+    /// give: [`BOUND_EXITED`] for a keeper whose bound process exited (not
+    /// its child, so its status is unknowable), or why a keeper never
+    /// started. Absent in records written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// The outcome note a keeper records when its bound process exits (SPEC
+/// "Hosts that lease does not start").
+pub const BOUND_EXITED: &str = "bound process exited";
+
+/// The process a keeper is bound to (`lease create --bind-pid`): the
+/// keeper holds the lease until it exits.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Bound {
+    /// Its pid.
+    pub pid: u32,
+    /// Its start time, clock ticks since boot (`/proc/<pid>/stat` field 22),
+    /// so a reused pid is never taken for it.
+    pub start_time: u64,
+}
+
+/// A recorded wish that the worktree be retired once its lease is free
+/// (`lease retire --when-free`). It never overrides a gate: whoever
+/// completes it (the last launcher or keeper to leave, or a reap) runs the
+/// ordinary retire, which may hold.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Intent {
+    /// Always [`Intent::RETIRE_WHEN_FREE`].
+    pub kind: String,
+    /// When it was recorded (RFC 3339 UTC).
+    pub at: String,
+    /// `--delete-branch` was asked for.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub delete_branch: bool,
+    /// `--fetch` was asked for.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub fetch: bool,
+}
+
+impl Intent {
+    /// The one kind of intent so far.
+    pub const RETIRE_WHEN_FREE: &'static str = "retire-when-free";
 }
 
 /// One launcher run in the worktree.
@@ -276,6 +320,10 @@ pub struct Session {
     pub ended_at: Option<String>,
     /// How its command ended, if it recorded that.
     pub outcome: Option<Outcome>,
+    /// For a keeper's session (`lease create`): the process it is bound to.
+    /// `pid` and `start_time` above are then the keeper's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bound: Option<Bound>,
 }
 
 impl Session {
@@ -467,6 +515,9 @@ pub struct Record {
     /// came from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub restored_from: Option<String>,
+    /// A pending `lease retire --when-free` (absent when none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub intent: Option<Intent>,
     /// How many audit events this record has made (the `seq` of its last).
     #[serde(default)]
     pub audit_seq: u64,
@@ -523,6 +574,7 @@ impl Record {
             attempts_dropped: 0,
             tombstone: None,
             restored_from: None,
+            intent: None,
             audit_seq: 0,
             unaudited: Vec::new(),
             pending: Vec::new(),
@@ -1021,6 +1073,7 @@ mod tests {
             started_at: now(),
             ended_at: None,
             outcome: None,
+            bound: None,
         };
         assert!(s.launcher_alive());
         let ended = Session {
@@ -1195,14 +1248,16 @@ mod props {
             of(hex(40)),
             of(text()),
             vec(any::<u32>(), 0..3),
+            of(text()),
         )
-            .prop_map(|(code, signal, at, head, error, holders)| Outcome {
+            .prop_map(|(code, signal, at, head, error, holders, note)| Outcome {
                 code,
                 signal,
                 at,
                 head,
                 error,
                 holders,
+                note,
             })
     }
 
@@ -1213,14 +1268,18 @@ mod props {
             text(),
             of(text()),
             of(outcome()),
+            of((any::<u32>(), any::<u64>())),
         )
-            .prop_map(|(pid, start_time, started_at, ended_at, outcome)| Session {
-                pid,
-                start_time,
-                started_at,
-                ended_at,
-                outcome,
-            })
+            .prop_map(
+                |(pid, start_time, started_at, ended_at, outcome, bound)| Session {
+                    pid,
+                    start_time,
+                    started_at,
+                    ended_at,
+                    outcome,
+                    bound: bound.map(|(pid, start_time)| Bound { pid, start_time }),
+                },
+            )
     }
 
     fn json() -> impl Strategy<Value = serde_json::Value> {
@@ -1368,7 +1427,12 @@ mod props {
             vec((text(), vec(reason(), 0..3), vec(text(), 0..2)), 0..3),
             of(tombstone()),
             of(hex(32)),
-            (any::<u64>(), vec(event(), 0..3), any::<u64>()),
+            (
+                any::<u64>(),
+                vec(event(), 0..3),
+                any::<u64>(),
+                of((text(), any::<bool>(), any::<bool>())),
+            ),
         );
         (head, tail).prop_map(
             |(
@@ -1394,7 +1458,7 @@ mod props {
                     attempts,
                     tombstone,
                     restored_from,
-                    (audit_seq, unaudited, attempts_dropped),
+                    (audit_seq, unaudited, attempts_dropped, intent),
                 ),
             )| Record {
                 schema: SCHEMA,
@@ -1433,6 +1497,12 @@ mod props {
                 attempts_dropped,
                 tombstone,
                 restored_from,
+                intent: intent.map(|(at, delete_branch, fetch)| Intent {
+                    kind: Intent::RETIRE_WHEN_FREE.into(),
+                    at,
+                    delete_branch,
+                    fetch,
+                }),
                 audit_seq,
                 unaudited,
                 pending: Vec::new(),

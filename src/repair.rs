@@ -748,6 +748,7 @@ mod tests {
             started_at: String::new(),
             ended_at: None,
             outcome: None,
+            bound: None,
         });
         assert_eq!(reason(&running), Some(HoldReason::LauncherAlive));
         running.sessions[0].ended_at = Some(String::new());

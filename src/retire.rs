@@ -108,6 +108,8 @@ pub struct Engine {
     delete_branch: bool,
     /// `--fetch`: confirm the trusted remote's branches during this retire.
     fetch: bool,
+    /// A dry run of the content gates only ([`Engine::content_only`]).
+    content_only: bool,
 }
 
 /// Everything the later gates need once gates 1 to 3 passed.
@@ -144,7 +146,22 @@ impl Engine {
             archive_mode: crate::policy::current().archive.value,
             delete_branch: false,
             fetch: false,
+            content_only: false,
         }
+    }
+
+    /// Makes this engine a dry run that judges the worktree's content only,
+    /// as `retire --when-free` does while the lease is held (SPEC "Hosts
+    /// that lease does not start"): retention and gates 2, 5 and 6 run as
+    /// in any dry run, but a live launcher (gate 1), the lease's holders
+    /// (gate 3, whose identity check stays) and processes inside the tree
+    /// (gate 4) do not hold: those are the consumers the intent waits for.
+    /// A `would-remove` answer means only that nothing in the tree holds
+    /// now.
+    pub fn content_only(mut self) -> Engine {
+        self.dry_run = true;
+        self.content_only = true;
+        self
     }
 
     /// Asks each retire to confirm the trusted remote's branches first
@@ -275,7 +292,8 @@ impl Engine {
             return Ok(Err(vec![h]));
         }
         // Gate 1: state.
-        let state_gate = match plan::gate_state(rec.state, rec.any_launcher_alive()) {
+        let alive = rec.any_launcher_alive() && !self.content_only;
+        let state_gate = match plan::gate_state(rec.state, alive) {
             Ok(g) => g,
             Err(mut h) => {
                 if h.reason == plan::HoldReason::LauncherAlive {
@@ -312,9 +330,12 @@ impl Engine {
 
         // Gate 4: defense in depth behind the lock.
         let lease_id = held.rec.lease.as_ref().map(crate::registry::FileId::id);
-        let procs = crate::os::procfs::audit(&held.wt, &held.inventory, lease_id, strict_audit());
-        if let Err(h) = plan::gate_processes(&procs) {
-            return Ok(Err(vec![h]));
+        if !self.content_only {
+            let procs =
+                crate::os::procfs::audit(&held.wt, &held.inventory, lease_id, strict_audit());
+            if let Err(h) = plan::gate_processes(&procs) {
+                return Ok(Err(vec![h]));
+            }
         }
 
         // Gate 5: lease's own walk, then git.
@@ -444,9 +465,11 @@ impl Engine {
                 return Ok(Err(vec![h]));
             }
             // Never locked: learn holders from descriptors and /proc/locks.
-            let seen = crate::os::procfs::lease_seen(&lease.path(), lease.id());
-            if let Err(h) = plan::gate_lease_seen(&seen) {
-                return Ok(Err(vec![h]));
+            if !self.content_only {
+                let seen = crate::os::procfs::lease_seen(&lease.path(), lease.id());
+                if let Err(h) = plan::gate_lease_seen(&seen) {
+                    return Ok(Err(vec![h]));
+                }
             }
             None
         } else {

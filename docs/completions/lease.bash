@@ -31,6 +31,9 @@ _lease() {
             lease,config)
                 cmd="lease__subcmd__config"
                 ;;
+            lease,create)
+                cmd="lease__subcmd__create"
+                ;;
             lease,exec)
                 cmd="lease__subcmd__exec"
                 ;;
@@ -45,6 +48,9 @@ _lease() {
                 ;;
             lease,join)
                 cmd="lease__subcmd__join"
+                ;;
+            lease,keeper)
+                cmd="lease__subcmd__keeper"
                 ;;
             lease,list)
                 cmd="lease__subcmd__list"
@@ -115,6 +121,9 @@ _lease() {
             lease__subcmd__help,config)
                 cmd="lease__subcmd__help__subcmd__config"
                 ;;
+            lease__subcmd__help,create)
+                cmd="lease__subcmd__help__subcmd__create"
+                ;;
             lease__subcmd__help,exec)
                 cmd="lease__subcmd__help__subcmd__exec"
                 ;;
@@ -129,6 +138,9 @@ _lease() {
                 ;;
             lease__subcmd__help,join)
                 cmd="lease__subcmd__help__subcmd__join"
+                ;;
+            lease__subcmd__help,keeper)
+                cmd="lease__subcmd__help__subcmd__keeper"
                 ;;
             lease__subcmd__help,list)
                 cmd="lease__subcmd__help__subcmd__list"
@@ -170,7 +182,7 @@ _lease() {
 
     case "${cmd}" in
         lease)
-            opts="-v -q -h -V --verbose --quiet --log-format --config --help --version exec retire list show hold release reap adopt repair join restore archives archive audit config metrics generate help"
+            opts="-v -q -h -V --verbose --quiet --log-format --config --help --version exec create keeper retire list show hold release reap adopt repair join restore archives archive audit config metrics generate help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -469,6 +481,48 @@ _lease() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        lease__subcmd__create)
+            opts="-v -q -h --repo --branch --base --owner --bind-pid --json --verbose --quiet --log-format --config --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --repo)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --branch)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --base)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --owner)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --bind-pid)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         lease__subcmd__exec)
             opts="-v -q -h --repo --branch --base --adopt --resume --keep --owner --min-free --reap-if-low --allow-temp-root --rebuildable --json --verbose --quiet --log-format --config --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -550,7 +604,7 @@ _lease() {
             return 0
             ;;
         lease__subcmd__help)
-            opts="exec retire list show hold release reap adopt repair join restore archives archive audit config metrics generate help"
+            opts="exec create keeper retire list show hold release reap adopt repair join restore archives archive audit config metrics generate help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -675,6 +729,20 @@ _lease() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        lease__subcmd__help__subcmd__create)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         lease__subcmd__help__subcmd__exec)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -732,6 +800,20 @@ _lease() {
             return 0
             ;;
         lease__subcmd__help__subcmd__join)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        lease__subcmd__help__subcmd__keeper)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -913,6 +995,48 @@ _lease() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        lease__subcmd__keeper)
+            opts="-v -q -h --id --bind-pid --bind-start --creator --ready-fd --verbose --quiet --log-format --config --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --id)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --bind-pid)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --bind-start)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --creator)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ready-fd)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         lease__subcmd__list)
             opts="-v -q -h --json --verbose --quiet --log-format --config --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -1062,7 +1186,7 @@ _lease() {
             return 0
             ;;
         lease__subcmd__retire)
-            opts="-v -q -h --all --dry-run --rebuildable --archive --delete-branch --fetch --json --verbose --quiet --log-format --config --help"
+            opts="-v -q -h --all --dry-run --rebuildable --archive --delete-branch --fetch --when-free --json --verbose --quiet --log-format --config --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

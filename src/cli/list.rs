@@ -150,7 +150,15 @@ pub(super) fn list(json: bool) -> Result<u8> {
                     holders,
                     format!("{}:{}", r.owner.kind, r.owner.name),
                     r.branch.as_deref().unwrap_or("(detached)"),
-                    r.worktree.as_ref().map(|w| w.path.as_str()).unwrap_or("-"),
+                    format!(
+                        "{}{}",
+                        r.worktree.as_ref().map(|w| w.path.as_str()).unwrap_or("-"),
+                        if r.intent.is_some() && r.state != State::Removed {
+                            "  (retire when free: pending)"
+                        } else {
+                            ""
+                        }
+                    ),
                 );
             }
             Loaded::Bad { id, problem, .. } => {

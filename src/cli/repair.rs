@@ -73,7 +73,7 @@ pub(super) fn repair(path: &Path, dry_run: bool, json: bool) -> Result<u8> {
                 "would remove the registration of `{}`{id}",
                 report.plan.path
             ),
-            Disposition::Held | Disposition::Retained => {
+            Disposition::Held | Disposition::Retained | Disposition::Pending => {
                 let codes: Vec<String> = report.reasons.iter().map(|r| r.code()).collect();
                 out!("held `{}`{id}: {}", report.plan.path, codes.join(", "));
                 for d in &report.detail {
@@ -86,7 +86,7 @@ pub(super) fn repair(path: &Path, dry_run: bool, json: bool) -> Result<u8> {
         }
     }
     Ok(match report.disposition {
-        Disposition::Removed | Disposition::WouldRemove => exit::OK,
+        Disposition::Removed | Disposition::WouldRemove | Disposition::Pending => exit::OK,
         Disposition::Held | Disposition::Retained => exit::HELD,
     })
 }

@@ -33,6 +33,9 @@ pub(super) struct Args {
     /// Confirm the trusted remote's branches first, by URL: fetch them into its tracking refs (a dry run only lists them with ls-remote); commits on them count as durable in this retire.
     #[arg(long)]
     pub(super) fetch: bool,
+    /// Retire now if the lease is free; if it is held, record the intent (disposition pending, exit 0) for the last consumer to leave or the next reap; a tree that holds work is held now (exit 1).
+    #[arg(long, conflicts_with_all = ["all", "dry_run"])]
+    pub(super) when_free: bool,
     /// Print the report as JSON.
     #[arg(long)]
     pub(super) json: bool,
@@ -46,9 +49,17 @@ pub(super) fn run(a: Args) -> Result<u8> {
         dry_run,
         delete_branch,
         fetch,
+        when_free,
         json,
         ..
     } = a;
+    if when_free {
+        let opts = crate::ops::intent::WhenFree {
+            delete_branch,
+            fetch,
+        };
+        return super::create::when_free(&targets, opts, json);
+    }
     // The archive mode comes from the policy, which joined `--archive`.
     let engine = |reg, git| {
         Engine::new(reg, git, dry_run)
@@ -168,7 +179,7 @@ pub(super) fn target_code(t: &TargetReport) -> u8 {
     match t.disposition {
         // A removal whose requested branch deletion was refused: a hold.
         Disposition::Removed if t.branch.as_ref().is_some_and(|b| b.reason.is_some()) => exit::HELD,
-        Disposition::Removed | Disposition::WouldRemove => exit::OK,
+        Disposition::Removed | Disposition::WouldRemove | Disposition::Pending => exit::OK,
         Disposition::Held | Disposition::Retained => exit::HELD,
     }
 }
@@ -217,6 +228,15 @@ pub(super) fn render_target(t: &TargetReport) -> Vec<String> {
                     }
                     (false, None) => out.push(format!("  branch `{}`: {}", b.name, b.detail)),
                 }
+            }
+        }
+        Disposition::Pending => {
+            out.push(format!("pending `{what}` ({id}): retire when free"));
+            for d in &t.detail {
+                out.push(format!("  {d}"));
+            }
+            if let Some(n) = &t.next {
+                out.push(format!("  hint: {n}"));
             }
         }
         Disposition::WouldRemove => {

@@ -4,7 +4,7 @@ use super::exit;
 use super::list::{SeenLeases, locked_word, record_json};
 use crate::error::{Error, Result};
 use crate::paths::StateRoot;
-use crate::registry::Registry;
+use crate::registry::{Registry, State};
 
 /// The arguments of `lease show`.
 #[derive(Debug, clap::Args)]
@@ -66,8 +66,12 @@ pub(super) fn show(id: &str, json: bool) -> Result<u8> {
     }
     if let Some(s) = r.sessions.last() {
         let alive = s.launcher_alive();
+        let (label, bound) = match &s.bound {
+            Some(b) => ("keeper:   ", format!(", bound to pid {}", b.pid)),
+            None => ("launcher: ", String::new()),
+        };
         out!(
-            "launcher:  pid {} ({})",
+            "{label} pid {}{bound} ({})",
             s.pid,
             match (alive, s.ended_at.as_deref()) {
                 (true, _) => "running".to_string(),
@@ -94,6 +98,28 @@ pub(super) fn show(id: &str, json: bool) -> Result<u8> {
     if let Some(at) = r.attempts.last() {
         let codes: Vec<String> = at.reasons.iter().map(|c| c.code()).collect();
         out!("last hold: {} at {}", codes.join(", "), at.at);
+    }
+    if let Some(i) = r.intent.as_ref().filter(|_| r.state != State::Removed) {
+        // A hold after the intent was recorded: its completion was refused.
+        let held = r
+            .attempts
+            .last()
+            .filter(|a| a.at >= i.at && !a.reasons.iter().all(|c| c.is_busy()));
+        match held {
+            Some(a) => {
+                let codes: Vec<String> = a.reasons.iter().map(|c| c.code()).collect();
+                out!(
+                    "intent:    retire when free (since {}), held: {} at {}; an intent never overrides a gate",
+                    i.at,
+                    codes.join(", "),
+                    a.at
+                );
+            }
+            None => out!(
+                "intent:    retire when free (since {}): pending until the lease is free",
+                i.at
+            ),
+        }
     }
     if let Some(t) = &r.tombstone {
         out!(

@@ -68,6 +68,128 @@ pub fn pidfd_signal(pidfd: impl AsFd, sig: i32) -> io::Result<()> {
     rustix::process::pidfd_send_signal(pidfd, sig).map_err(Into::into)
 }
 
+/// Waits until the process behind `pidfd` has exited: a pidfd polls
+/// readable (`POLLIN`) once its process terminates (pidfd_open(2)), for a
+/// process that is not our child too. Retries on `EINTR`.
+pub fn wait_exited(pidfd: &OwnedFd) -> io::Result<()> {
+    use rustix::event::{PollFd, PollFlags, poll};
+    loop {
+        let mut fds = [PollFd::new(pidfd, PollFlags::IN)];
+        match poll(&mut fds, None) {
+            Ok(n) if n > 0 => return Ok(()),
+            Ok(_) | Err(rustix::io::Errno::INTR) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// Starts `program` with `args` detached from the caller, for a keeper
+/// (SPEC "Hosts that lease does not start"): in a new session
+/// (setsid(2), so a host that kills the hook's process group or session
+/// does not reach it), with cwd `/`, stdin, stdout and stderr on
+/// `/dev/null` (a host waits for the hook's pipes to close), without the
+/// variables named in `drop_env`, and with every inherited descriptor
+/// closed at exec but `ready`, the write end of the readiness pipe, which
+/// it inherits under the same number. Returns the child.
+///
+/// Descriptors are closed at exec with `close_range(2)`
+/// `CLOSE_RANGE_CLOEXEC` (Linux 5.11), else `F_SETFD` one by one up to the
+/// descriptor limit; std's own exec-error pipe keeps working either way.
+pub fn spawn_detached(
+    program: &std::path::Path,
+    args: &[std::ffi::OsString],
+    drop_env: &[&str],
+    ready: &OwnedFd,
+) -> io::Result<std::process::Child> {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::process::CommandExt;
+    use std::process::Stdio;
+    let keep = ready.as_raw_fd();
+    if keep < 3 {
+        return Err(io::Error::from_raw_os_error(libc::EBADF));
+    }
+    let mut cmd = std::process::Command::new(program); // forbid: allow Command::new (the keeper is lease itself, re-executed)
+    cmd.args(args)
+        .current_dir("/")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    for k in drop_env {
+        cmd.env_remove(k);
+    }
+    let max = rustix::process::getrlimit(rustix::process::Resource::Nofile)
+        .current
+        .unwrap_or(1024)
+        .min(1 << 20) as libc::c_int;
+    // SAFETY: the closure runs in the forked child before exec and calls
+    // only async-signal-safe syscalls (setsid, fcntl, close_range) on
+    // plain integers; it allocates nothing and touches no lock.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::setsid() < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            if libc::fcntl(keep, libc::F_SETFD, 0) < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            let cloexec = |lo: libc::c_int, hi: libc::c_int| {
+                if lo > hi {
+                    return;
+                }
+                let rc = libc::syscall(
+                    libc::SYS_close_range,
+                    lo as libc::c_uint,
+                    hi as libc::c_uint,
+                    libc::CLOSE_RANGE_CLOEXEC as libc::c_uint,
+                );
+                if rc != 0 {
+                    for fd in lo..=hi.min(max) {
+                        libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+                    }
+                }
+            };
+            cloexec(3, keep - 1);
+            cloexec(keep + 1, libc::c_int::MAX);
+            Ok(())
+        });
+    }
+    cmd.spawn()
+}
+
+/// A pipe whose two ends are close-on-exec and numbered 3 or above (so
+/// neither can land on stdin, stdout or stderr of a child, even when this
+/// process was started with one of them closed): `(read, write)`.
+pub fn pipe_above_stdio() -> io::Result<(std::fs::File, OwnedFd)> {
+    let (r, w) = std::io::pipe()?;
+    let r = rustix::io::fcntl_dupfd_cloexec(OwnedFd::from(r), 3)?;
+    let w = rustix::io::fcntl_dupfd_cloexec(OwnedFd::from(w), 3)?;
+    Ok((std::fs::File::from(r), w))
+}
+
+/// Takes ownership of descriptor `fd`, which this process inherited on
+/// purpose (a keeper's readiness pipe, [`spawn_detached`]), and makes it
+/// close-on-exec. Fails with `EBADF` for 0, 1, 2 or a descriptor that is
+/// not open, and with `EINVAL` for one that is not a pipe.
+pub fn take_inherited(fd: i32) -> io::Result<std::fs::File> {
+    if fd < 3 {
+        return Err(io::Error::from_raw_os_error(libc::EBADF));
+    }
+    // SAFETY: fcntl(F_GETFD) on a plain integer only asks whether it is open.
+    if unsafe { libc::fcntl(fd, libc::F_GETFD) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fd` is open (checked above), was inherited for this one
+    // purpose, and nothing else in this process owns it.
+    let owned = unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) };
+    let st = rustix::fs::fstat(&owned)?;
+    if rustix::fs::FileType::from_raw_mode(st.st_mode) != rustix::fs::FileType::Fifo {
+        std::mem::forget(owned);
+        return Err(io::Error::from_raw_os_error(libc::EINVAL));
+    }
+    set_inherited(&owned, false)?;
+    Ok(std::fs::File::from(owned))
+}
+
 /// How a waited-for process ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Ended {

@@ -19,6 +19,8 @@ mod faults;
 mod filters;
 mod gitlock;
 mod identity;
+mod intent;
+mod keeper;
 mod list;
 mod logs;
 mod metrics;
