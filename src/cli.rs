@@ -66,6 +66,7 @@ mod create;
 mod exec;
 mod generate;
 mod hold;
+mod hook;
 mod join;
 mod list;
 mod log;
@@ -202,6 +203,11 @@ enum Cmd {
     Config(config::Args),
     /// Print Prometheus metrics of the state root (for node_exporter's textfile collector).
     Metrics(metrics::Args),
+    /// Speak an agent host's hook contract (Claude Code's WorktreeCreate and WorktreeRemove).
+    ///
+    /// A JSON payload on stdin; only the worktree's path on stdout. See the
+    /// guide's chapter "Using lease with your agent host".
+    Hook(hook::Args),
     /// Write the man page and shell completions (for packagers and scripts/gen-docs).
     #[command(hide = true)]
     Generate(generate::Args),
@@ -290,6 +296,7 @@ pub fn run() -> ExitCode {
         Cmd::Config(a) => finish(config::run(a)),
         Cmd::Metrics(a) => finish(metrics::run(a)),
         Cmd::Generate(a) => finish(generate::run(a)),
+        Cmd::Hook(a) => hook::run(a),
     }
 }
 

@@ -2,5 +2,6 @@
 //! (ARCHITECTURE.md floor 5).
 
 pub mod create;
+pub mod hook;
 pub mod intent;
 pub mod keeper;

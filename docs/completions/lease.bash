@@ -46,6 +46,9 @@ _lease() {
             lease,hold)
                 cmd="lease__subcmd__hold"
                 ;;
+            lease,hook)
+                cmd="lease__subcmd__hook"
+                ;;
             lease,join)
                 cmd="lease__subcmd__join"
                 ;;
@@ -136,6 +139,9 @@ _lease() {
             lease__subcmd__help,hold)
                 cmd="lease__subcmd__help__subcmd__hold"
                 ;;
+            lease__subcmd__help,hook)
+                cmd="lease__subcmd__help__subcmd__hook"
+                ;;
             lease__subcmd__help,join)
                 cmd="lease__subcmd__help__subcmd__join"
                 ;;
@@ -175,6 +181,51 @@ _lease() {
             lease__subcmd__help__subcmd__audit,verify)
                 cmd="lease__subcmd__help__subcmd__audit__subcmd__verify"
                 ;;
+            lease__subcmd__help__subcmd__hook,claude-code)
+                cmd="lease__subcmd__help__subcmd__hook__subcmd__claude__subcmd__code"
+                ;;
+            lease__subcmd__help__subcmd__hook__subcmd__claude__subcmd__code,worktree-create)
+                cmd="lease__subcmd__help__subcmd__hook__subcmd__claude__subcmd__code__subcmd__worktree__subcmd__create"
+                ;;
+            lease__subcmd__help__subcmd__hook__subcmd__claude__subcmd__code,worktree-remove)
+                cmd="lease__subcmd__help__subcmd__hook__subcmd__claude__subcmd__code__subcmd__worktree__subcmd__remove"
+                ;;
+            lease__subcmd__hook,claude-code)
+                cmd="lease__subcmd__hook__subcmd__claude__subcmd__code"
+                ;;
+            lease__subcmd__hook,help)
+                cmd="lease__subcmd__hook__subcmd__help"
+                ;;
+            lease__subcmd__hook__subcmd__claude__subcmd__code,help)
+                cmd="lease__subcmd__hook__subcmd__claude__subcmd__code__subcmd__help"
+                ;;
+            lease__subcmd__hook__subcmd__claude__subcmd__code,worktree-create)
+                cmd="lease__subcmd__hook__subcmd__claude__subcmd__code__subcmd__worktree__subcmd__create"
+                ;;
+            lease__subcmd__hook__subcmd__claude__subcmd__code,worktree-remove)
+                cmd="lease__subcmd__hook__subcmd__claude__subcmd__code__subcmd__worktree__subcmd__remove"
+                ;;
+            lease__subcmd__hook__subcmd__claude__subcmd__code__subcmd__help,help)
+                cmd="lease__subcmd__hook__subcmd__claude__subcmd__code__subcmd__help__subcmd__help"
+                ;;
+            lease__subcmd__hook__subcmd__claude__subcmd__code__subcmd__help,worktree-create)
+                cmd="lease__subcmd__hook__subcmd__claude__subcmd__code__subcmd__help__subcmd__worktree__subcmd__create"
+                ;;
+            lease__subcmd__hook__subcmd__claude__subcmd__code__subcmd__help,worktree-remove)
+                cmd="lease__subcmd__hook__subcmd__claude__subcmd__code__subcmd__help__subcmd__worktree__subcmd__remove"
+                ;;
+            lease__subcmd__hook__subcmd__help,claude-code)
+                cmd="lease__subcmd__hook__subcmd__help__subcmd__claude__subcmd__code"
+                ;;
+            lease__subcmd__hook__subcmd__help,help)
+                cmd="lease__subcmd__hook__subcmd__help__subcmd__help"
+                ;;
+            lease__subcmd__hook__subcmd__help__subcmd__claude__subcmd__code,worktree-create)
+                cmd="lease__subcmd__hook__subcmd__help__subcmd__claude__subcmd__code__subcmd__worktree__subcmd__create"
+                ;;
+            lease__subcmd__hook__subcmd__help__subcmd__claude__subcmd__code,worktree-remove)
+                cmd="lease__subcmd__hook__subcmd__help__subcmd__claude__subcmd__code__subcmd__worktree__subcmd__remove"
+                ;;
             *)
                 ;;
         esac
@@ -182,7 +233,7 @@ _lease() {
 
     case "${cmd}" in
         lease)
-            opts="-v -q -h -V --verbose --quiet --log-format --config --help --version exec create keeper retire list show hold release reap adopt repair join restore archives archive audit config metrics generate help"
+            opts="-v -q -h -V --verbose --quiet --log-format --config --help --version exec create keeper retire list show hold release reap adopt repair join restore archives archive audit config metrics hook generate help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -604,7 +655,7 @@ _lease() {
             return 0
             ;;
         lease__subcmd__help)
-            opts="exec create keeper retire list show hold release reap adopt repair join restore archives archive audit config metrics generate help"
+            opts="exec create keeper retire list show hold release reap adopt repair join restore archives archive audit config metrics hook generate help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -799,6 +850,62 @@ _lease() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        lease__subcmd__help__subcmd__hook)
+            opts="claude-code"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        lease__subcmd__help__subcmd__hook__subcmd__claude__subcmd__code)
+            opts="worktree-create worktree-remove"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        lease__subcmd__help__subcmd__hook__subcmd__claude__subcmd__code__subcmd__worktree__subcmd__create)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 5 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        lease__subcmd__help__subcmd__hook__subcmd__claude__subcmd__code__subcmd__worktree__subcmd__remove)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 5 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         lease__subcmd__help__subcmd__join)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -966,6 +1073,220 @@ _lease() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        lease__subcmd__hook)
+            opts="-v -q -h --verbose --quiet --log-format --config --help claude-code help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        lease__subcmd__hook__subcmd__claude__subcmd__code)
+            opts="-v -q -h --verbose --quiet --log-format --config --help worktree-create worktree-remove help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        lease__subcmd__hook__subcmd__claude__subcmd__code__subcmd__help)
+            opts="worktree-create worktree-remove help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        lease__subcmd__hook__subcmd__claude__subcmd__code__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 5 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        lease__subcmd__hook__subcmd__claude__subcmd__code__subcmd__help__subcmd__worktree__subcmd__create)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 5 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        lease__subcmd__hook__subcmd__claude__subcmd__code__subcmd__help__subcmd__worktree__subcmd__remove)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 5 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        lease__subcmd__hook__subcmd__claude__subcmd__code__subcmd__worktree__subcmd__create)
+            opts="-v -q -h --verbose --quiet --log-format --config --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        lease__subcmd__hook__subcmd__claude__subcmd__code__subcmd__worktree__subcmd__remove)
+            opts="-v -q -h --verbose --quiet --log-format --config --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        lease__subcmd__hook__subcmd__help)
+            opts="claude-code help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        lease__subcmd__hook__subcmd__help__subcmd__claude__subcmd__code)
+            opts="worktree-create worktree-remove"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        lease__subcmd__hook__subcmd__help__subcmd__claude__subcmd__code__subcmd__worktree__subcmd__create)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 5 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        lease__subcmd__hook__subcmd__help__subcmd__claude__subcmd__code__subcmd__worktree__subcmd__remove)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 5 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        lease__subcmd__hook__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
                 *)
                     COMPREPLY=()
                     ;;

@@ -521,6 +521,67 @@ fn mapped_ids(maps: &[u8]) -> impl Iterator<Item = Id> + '_ {
     })
 }
 
+/// The process-tree fields of one `/proc/<pid>/stat` line (proc(5)):
+/// fields 4 `ppid`, 6 `session` and 7 `tty_nr`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TreeIds {
+    /// The parent's pid (0 for a process of the kernel or pid 1).
+    pub ppid: u32,
+    /// The session id: the pid of the session's leader (setsid(2)).
+    pub session: u32,
+    /// The controlling terminal's device number; 0 when there is none.
+    pub tty_nr: u64,
+}
+
+/// Reads [`TreeIds`] of process `pid`, or `None` if it is gone or its stat
+/// line cannot be parsed.
+pub fn tree_ids(pid: u32) -> Option<TreeIds> {
+    parse_tree_ids(&fs::read(format!("/proc/{pid}/stat")).ok()?)
+}
+
+/// Parses [`TreeIds`] out of a `/proc/<pid>/stat` line. The command name
+/// (field 2) may hold spaces and parentheses, so fields are counted after
+/// the last `)`: state, ppid, pgrp, session, tty_nr.
+fn parse_tree_ids(stat: &[u8]) -> Option<TreeIds> {
+    let close = stat.iter().rposition(|&b| b == b')')?;
+    let rest = std::str::from_utf8(&stat[close + 1..]).ok()?;
+    let f: Vec<&str> = rest.split_ascii_whitespace().take(5).collect();
+    let [_state, ppid, _pgrp, session, tty] = f.as_slice() else {
+        return None;
+    };
+    Some(TreeIds {
+        ppid: ppid.parse().ok()?,
+        session: session.parse().ok()?,
+        tty_nr: tty.parse::<i64>().ok()?.try_into().ok()?,
+    })
+}
+
+/// The chain of pids from `pid` up through each parent (`pid` first),
+/// ending at pid 1 or at the first process whose stat cannot be read. At
+/// most 4096 entries, so a pid reused into a loop while we read cannot
+/// make it endless.
+pub fn ancestry(pid: u32) -> Vec<u32> {
+    let mut chain = vec![pid];
+    let mut at = pid;
+    while chain.len() < 4096 {
+        match tree_ids(at) {
+            Some(t) if t.ppid != 0 && !chain.contains(&t.ppid) => {
+                chain.push(t.ppid);
+                at = t.ppid;
+            }
+            _ => break,
+        }
+    }
+    chain
+}
+
+/// The command name of process `pid` (`/proc/<pid>/comm`, at most 15
+/// bytes, proc(5)), without its newline; `None` if it is gone.
+pub fn comm(pid: u32) -> Option<String> {
+    let c = fs::read(format!("/proc/{pid}/comm")).ok()?;
+    Some(String::from_utf8_lossy(c.strip_suffix(b"\n").unwrap_or(&c)).into_owned())
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -845,5 +906,33 @@ mod tests {
             return;
         }
         assert!(Flocks::read().unwrap().complete());
+    }
+
+    #[test]
+    fn tree_ids_are_counted_after_the_last_parenthesis() {
+        let line = b"4242 (a) b (c)) S 17 4242 99 34817 4242 4194560 0 0";
+        assert_eq!(
+            parse_tree_ids(line),
+            Some(TreeIds {
+                ppid: 17,
+                session: 99,
+                tty_nr: 34817
+            })
+        );
+        assert_eq!(parse_tree_ids(b"1 (init) S 0 1"), None, "too few fields");
+    }
+
+    #[test]
+    fn ancestry_reaches_this_process_from_a_child() {
+        let child = sleeper_holding("< /dev/null", Path::new("/dev/null"));
+        let chain = ancestry(child.id());
+        let me = std::process::id();
+        assert_eq!(chain[0], child.id());
+        assert_eq!(chain[1], me, "the child's parent is the test process");
+        assert_eq!(tree_ids(child.id()).unwrap().ppid, me);
+        assert_eq!(comm(child.id()).as_deref(), Some("sleep"));
+        let mut child = child;
+        child.kill().unwrap();
+        child.wait().unwrap();
     }
 }

@@ -18,6 +18,7 @@ mod exec;
 mod faults;
 mod filters;
 mod gitlock;
+mod hosts;
 mod identity;
 mod intent;
 mod keeper;
