@@ -26,7 +26,7 @@ function main() {
   fileCommand('GITHUB_STATE', 'path', made.path);
   fileCommand('GITHUB_OUTPUT', 'id', made.id);
   fileCommand('GITHUB_OUTPUT', 'path', made.path);
-  console.log(`lease: worktree ${made.path} (record ${made.id}) bound to Runner.Worker ${worker}`);
+  console.log(`lease: worktree ${made.path} (record ${made.id}) bound to Runner.Worker ${worker} (keeper pid ${made.keeper_pid})`);
   return 0;
 }
 
