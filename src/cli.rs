@@ -296,7 +296,7 @@ pub fn run() -> ExitCode {
         Cmd::Config(a) => finish(config::run(a)),
         Cmd::Metrics(a) => finish(metrics::run(a)),
         Cmd::Generate(a) => finish(generate::run(a)),
-        Cmd::Hook(a) => hook::run(a),
+        Cmd::Hook(a) => hook::run(a, cli.config.clone()),
     }
 }
 

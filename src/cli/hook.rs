@@ -11,23 +11,32 @@
 //! `hook_event_name`, `prompt_id`, `agent_id`, ...). A payload that is not
 //! such an object exits 2 with one line on stderr and creates nothing.
 //!
-//! Create runs `lease create --bind-pid` bound to the Claude Code process
-//! that ran the hook ([`crate::ops::hook::bound_process`]) and prints only
+//! Create runs `lease create --bind-pid`'s operation in this process
+//! ([`crate::ops::create::create`]), bound to the Claude Code process that
+//! ran the hook ([`crate::ops::hook::bound_process`]), and prints only
 //! the worktree's path on stdout: Claude Code reads the last non-empty
 //! stdout line as the path, and any non-zero exit aborts the creation.
-//! Remove runs `lease retire --when-free` on `worktree_path`: exit 0 when
+//! Remove runs `lease retire --when-free` on `worktree_path`
+//! ([`crate::ops::intent::retire_when_free`]): exit 0 when
 //! removed or pending, 1 with the hold's reason as the first stderr line
 //! when a gate holds, so Claude Code keeps the tree (it logs that line).
 
 use std::io::Read;
 use std::path::PathBuf;
-use std::process::{ExitCode, Stdio};
+use std::process::ExitCode;
 
 use clap::Subcommand;
 use serde_json::{Map, Value};
 
 use super::exit;
+use crate::error::Error;
+use crate::git::Git;
+use crate::ops::create::CreateRequest;
 use crate::ops::hook::{BindFrom, HookEnv, bound_process, observe};
+use crate::paths::StateRoot;
+use crate::registry::{Owner, Registry};
+use crate::report::TargetReport;
+use crate::retire::Engine;
 
 /// The arguments of `lease hook`.
 #[derive(Debug, clap::Args)]
@@ -89,32 +98,49 @@ pub(super) struct CreatePayload {
     pub(super) session_id: Option<String>,
 }
 
-/// Runs one hook and returns its exit code.
-pub(super) fn run(a: Args) -> ExitCode {
+/// Runs one hook and returns its exit code. `config` is the global
+/// `--config FILE`, handed on to the keeper as `lease create` does.
+pub(super) fn run(a: Args, config: Option<PathBuf>) -> ExitCode {
     let HookCmd::ClaudeCode { event } = a.host;
     let (what, result) = match event {
-        ClaudeEvent::WorktreeCreate => ("worktree-create", create()),
+        ClaudeEvent::WorktreeCreate => ("worktree-create", create(config)),
         ClaudeEvent::WorktreeRemove => ("worktree-remove", remove()),
     };
     match result {
         Ok(code) => ExitCode::from(code),
-        Err((code, why)) => {
+        Err(Failure::Said(code, why)) => {
             err!("lease hook claude-code {what}: {why}");
             ExitCode::from(code)
+        }
+        Err(Failure::Lease(e)) => {
+            super::print_error(&e);
+            ExitCode::from(super::class_code(e.class()))
         }
     }
 }
 
-/// A hook failure: the exit code and the one line said on stderr.
-type Failure = (u8, String);
+/// A hook failure.
+enum Failure {
+    /// The exit code and the one line to say on stderr.
+    Said(u8, String),
+    /// An error of lease's own operation, printed as every command prints one.
+    Lease(Error),
+}
 
-fn create() -> Result<u8, Failure> {
+impl From<Error> for Failure {
+    fn from(e: Error) -> Failure {
+        Failure::Lease(e)
+    }
+}
+
+fn create(config: Option<PathBuf>) -> Result<u8, Failure> {
     let p = parse_create(&read_payload()?).map_err(malformed)?;
-    let bound = bound_process(&HookEnv::from_env(), &observe()).map_err(|e| (exit::USAGE, e.0))?;
+    let bound = bound_process(&HookEnv::from_env(), &observe())
+        .map_err(|e| Failure::Said(exit::USAGE, e.0))?;
     let repo = match &p.cwd {
         Some(c) => c.clone(),
         None => std::env::current_dir().map_err(|e| {
-            (
+            Failure::Said(
                 exit::FAILED,
                 format!("cannot read the current directory: {e}"),
             )
@@ -129,60 +155,75 @@ fn create() -> Result<u8, Failure> {
         session = p.session_id.as_deref().unwrap_or(""),
         "binding the worktree to the Claude Code process"
     );
-    let mut args: Vec<std::ffi::OsString> = vec![
-        "create".into(),
-        "--repo".into(),
-        repo.into_os_string(),
-        "--owner".into(),
-        format!("claude-code:{}", p.name).into(),
-        "--bind-pid".into(),
-        bound.pid.to_string().into(),
-        "--json".into(),
-    ];
-    if let Some(b) = &p.base {
-        args.extend(["--base".into(), b.into()]);
+    let made = crate::ops::create::create(CreateRequest {
+        repo: Some(repo),
+        branch: None,
+        base: p.base,
+        owner: Some(Owner::parse(&format!("claude-code:{}", p.name))?),
+        bind_pid: bound.pid,
+        config,
+    })?;
+    // Claude Code refuses a path with `.` or `..` segments; lease's is
+    // canonical, and this says so before a host would.
+    if !is_normal_absolute(&made.path) {
+        return Err(Failure::Said(
+            exit::FAILED,
+            format!(
+                "created `{}`, which is not a normal absolute path",
+                made.path
+            ),
+        ));
     }
-    let (code, stdout) = run_lease(&args)?;
-    if code != exit::OK {
-        // `lease create` said why on stderr.
-        return Ok(code);
-    }
-    let path = created_path(&stdout)
-        .map_err(|why| (exit::FAILED, format!("`lease create` succeeded but {why}")))?;
-    out_raw!("{}", path.display());
+    out_raw!("{}", made.path);
     Ok(exit::OK)
 }
 
 fn remove() -> Result<u8, Failure> {
     let path = parse_remove(&read_payload()?).map_err(malformed)?;
     // Claude Code runs the hook in the session's directory, which may be
-    // the tree itself: this process must not be a process reference to it.
+    // the tree itself: leave it, so that nothing this process starts (git)
+    // sits in the tree being retired.
     std::env::set_current_dir("/")
-        .map_err(|e| (exit::FAILED, format!("cannot change to `/`: {e}")))?;
-    let args: Vec<std::ffi::OsString> = vec![
-        "retire".into(),
-        "--when-free".into(),
-        "--json".into(),
-        path.clone().into_os_string(),
-    ];
-    let (code, stdout) = run_lease(&args)?;
-    let verdict = retire_verdict(&stdout);
-    match (code, verdict) {
-        (exit::OK, Some(v)) => {
+        .map_err(|e| Failure::Said(exit::FAILED, format!("cannot change to `/`: {e}")))?;
+    let target = path.to_string_lossy().into_owned();
+    let reg = Registry::new(StateRoot::open_or_create()?);
+    let git = Git::resolve()?;
+    let resolver = Engine::new(reg.clone(), git.clone(), true);
+    let report = match super::target::resolve_target(&resolver, &target)? {
+        Ok(id) => crate::ops::intent::retire_when_free(
+            &reg,
+            &git,
+            &id,
+            crate::ops::intent::WhenFree {
+                delete_branch: false,
+                fetch: false,
+            },
+        ),
+        Err(held) => held,
+    };
+    let v = Verdict::of(&report);
+    match super::retire::target_code(&report) {
+        exit::OK => {
             err!("lease: `{}`: {}", path.display(), v.disposition);
             Ok(exit::OK)
         }
-        (exit::HELD, Some(v)) => Err((
+        exit::HELD => Err(Failure::Said(
             exit::HELD,
             format!("kept `{}`: {}", path.display(), v.held_line()),
         )),
-        // `lease retire` said why on stderr.
-        (c, _) => Ok(if c == exit::OK { exit::FAILED } else { c }),
+        code => Err(Failure::Said(
+            code,
+            format!(
+                "kept `{}`: {}",
+                path.display(),
+                report.error.as_deref().unwrap_or("lease could not decide")
+            ),
+        )),
     }
 }
 
 fn malformed(why: String) -> Failure {
-    (
+    Failure::Said(
         exit::USAGE,
         format!("malformed payload: {why}; nothing was created"),
     )
@@ -195,7 +236,7 @@ fn read_payload() -> Result<Vec<u8>, Failure> {
         .take(MAX_PAYLOAD + 1)
         .read_to_end(&mut buf)
         .map_err(|e| {
-            (
+            Failure::Said(
                 exit::USAGE,
                 format!("cannot read the payload on stdin: {e}"),
             )
@@ -204,28 +245,6 @@ fn read_payload() -> Result<Vec<u8>, Failure> {
         return Err(malformed(format!("more than {MAX_PAYLOAD} bytes on stdin")));
     }
     Ok(buf)
-}
-
-/// Runs this lease binary with `args` (stdin `/dev/null`, stderr shared,
-/// stdout captured) and returns its exit code and stdout. A death by signal
-/// is a failure (3).
-fn run_lease(args: &[std::ffi::OsString]) -> Result<(u8, Vec<u8>), Failure> {
-    let exe = std::env::current_exe()
-        .map_err(|e| (exit::FAILED, format!("cannot find the lease binary: {e}")))?;
-    // The same binary, through its own CLI contract (SPEC "Hosts that lease
-    // does not start"), not a git command.
-    let out = std::process::Command::new(&exe) // forbid: allow (lease runs itself)
-        .args(args)
-        .stdin(Stdio::null())
-        .stderr(Stdio::inherit())
-        .output()
-        .map_err(|e| (exit::FAILED, format!("cannot run `{}`: {e}", exe.display())))?;
-    let code = out
-        .status
-        .code()
-        .and_then(|c| u8::try_from(c).ok())
-        .unwrap_or(exit::FAILED);
-    Ok((code, out.stdout))
 }
 
 /// Parses a WorktreeCreate payload.
@@ -320,22 +339,6 @@ fn field<'a>(obj: &'a Map<String, Value>, names: &[&str]) -> Result<Option<&'a s
     Ok(found.map(|(_, v)| v))
 }
 
-/// The worktree path out of `lease create --json` output: absolute, with
-/// no `.` or `..` component (Claude Code refuses such a path).
-fn created_path(stdout: &[u8]) -> Result<PathBuf, String> {
-    let v: Value = serde_json::from_slice(stdout).map_err(|e| format!("printed no JSON ({e})"))?;
-    let p = v
-        .get("path")
-        .and_then(Value::as_str)
-        .ok_or("printed no `path`")?;
-    if !is_normal_absolute(p) {
-        return Err(format!(
-            "printed `{p}`, which is not a normal absolute path"
-        ));
-    }
-    Ok(PathBuf::from(p))
-}
-
 /// True if `p` starts with `/` and every segment after it is a name: no
 /// `.`, `..` or empty segment (checked on the text: `Path::components`
 /// drops a `.` silently).
@@ -346,7 +349,7 @@ fn is_normal_absolute(p: &str) -> bool {
     })
 }
 
-/// What `lease retire --json` said about its one target.
+/// What `lease retire --when-free` decided about its one target.
 #[derive(Debug, PartialEq, Eq)]
 struct Verdict {
     disposition: String,
@@ -356,6 +359,19 @@ struct Verdict {
 }
 
 impl Verdict {
+    /// The parts of `t` the hook reports.
+    fn of(t: &TargetReport) -> Verdict {
+        Verdict {
+            disposition: serde_json::to_value(&t.disposition)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default(),
+            reasons: t.reasons.iter().map(|r| r.code()).collect(),
+            detail: t.detail.clone(),
+            next: t.next.clone(),
+        }
+    }
+
     /// One line: `held: dirty, ignored (detail; detail); next: ...`.
     fn held_line(&self) -> String {
         let mut s = format!("held: {}", self.reasons.join(", "));
@@ -367,28 +383,6 @@ impl Verdict {
         }
         s.replace('\n', " ")
     }
-}
-
-/// Reads the first target of a retire report.
-fn retire_verdict(stdout: &[u8]) -> Option<Verdict> {
-    let v: Value = serde_json::from_slice(stdout).ok()?;
-    let t = v.get("targets")?.get(0)?;
-    let strings = |k: &str| -> Vec<String> {
-        t.get(k)
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(|x| x.as_str().map(str::to_string))
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
-    Some(Verdict {
-        disposition: t.get("disposition")?.as_str()?.to_string(),
-        reasons: strings("reasons"),
-        detail: strings("detail"),
-        next: t.get("next").and_then(Value::as_str).map(str::to_string),
-    })
 }
 
 #[cfg(test)]
@@ -484,35 +478,21 @@ mod tests {
     }
 
     #[test]
-    fn created_path_must_be_normal_and_absolute() {
-        assert_eq!(
-            created_path(br#"{"id":"0f","path":"/w/t","branch":"b","keeper_pid":9}"#).unwrap(),
-            PathBuf::from("/w/t")
-        );
-        for bad in [
-            &br#"{"path":"w/t"}"#[..],
-            br#"{"path":"/w/../t"}"#,
-            br#"{"path":"/w/./t"}"#,
-            br#"{"path":"/w//t"}"#,
-            br#"{"path":"/"}"#,
-            br#"{"id":"0f"}"#,
-            b"/w/t\n",
-        ] {
-            assert!(
-                created_path(bad).is_err(),
-                "{}",
-                String::from_utf8_lossy(bad)
-            );
+    fn a_created_path_must_be_normal_and_absolute() {
+        assert!(is_normal_absolute("/w/t"));
+        for bad in ["w/t", "/w/../t", "/w/./t", "/w//t", "/", "/w/t/"] {
+            assert!(!is_normal_absolute(bad), "{bad}");
         }
     }
 
     #[test]
     fn a_held_verdict_is_one_line_with_reasons_and_next_step() {
-        let v = retire_verdict(
-            br#"{"targets":[{"disposition":"held","reasons":["dirty","ignored"],"detail":["M a.rs","x\ny"],"next":"commit it"}]}"#,
-        )
-        .unwrap();
-        assert_eq!(v.disposition, "held");
+        let v = Verdict {
+            disposition: "held".into(),
+            reasons: vec!["dirty".into(), "ignored".into()],
+            detail: vec!["M a.rs".into(), "x\ny".into()],
+            next: Some("commit it".into()),
+        };
         let line = v.held_line();
         assert_eq!(line, "held: dirty, ignored (M a.rs; x y); next: commit it");
     }

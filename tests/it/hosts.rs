@@ -66,7 +66,6 @@ fn hook_command(event: &str) -> String {
 }
 
 /// A running fake Claude Code ([`FakeClaude::start`]); killed on drop.
-#[allow(dead_code)] // the keeper tests use all of it once `lease create` lands
 struct FakeClaude {
     bg: Bg,
     ready: PathBuf,
@@ -89,7 +88,6 @@ struct Plan<'a> {
 
 /// What one hook run ended with, as the fake host saw it.
 #[derive(Debug)]
-#[allow(dead_code)] // the keeper tests use all of it once `lease create` lands
 struct HookRun {
     host_pid: u32,
     code: Option<i64>,
@@ -98,7 +96,6 @@ struct HookRun {
     stderr: String,
 }
 
-#[allow(dead_code)] // the keeper tests use all of it once `lease create` lands
 impl FakeClaude {
     /// Starts the fake host as `plan` says ([`Plan`]).
     fn start(env: &TestEnv, node: &Path, plan: Plan<'_>) -> FakeClaude {
@@ -514,4 +511,320 @@ fn runner_job_completed_hook_reaps_and_treats_held_as_done() {
         Path::new(running[0]["worktree"]["path"].as_str().unwrap()).exists(),
         "still there"
     );
+}
+
+/// Starts a fake Claude Code that runs the plugin's WorktreeCreate command
+/// (and, with `remove`, its WorktreeRemove command later) in `repo`.
+fn plugin_host(
+    env: &TestEnv,
+    node: &Path,
+    repo: &Path,
+    name: &str,
+    remove: bool,
+    claude_pid: bool,
+) -> FakeClaude {
+    let path = path_with_lease();
+    let create = hook_command("WorktreeCreate");
+    let remove_cmd = hook_command("WorktreeRemove");
+    FakeClaude::start(
+        env,
+        node,
+        Plan {
+            cwd: repo,
+            vars: &[("PATH", &path)],
+            create: &create,
+            payload: create_payload(repo, name),
+            remove: remove.then_some(remove_cmd.as_str()),
+            claude_pid,
+        },
+    )
+}
+
+/// The record whose worktree is `path`.
+fn record_at(env: &TestEnv, path: &str) -> serde_json::Value {
+    env.records()
+        .into_iter()
+        .find(|r| r["worktree"]["path"] == path)
+        .unwrap_or_else(|| panic!("no record for {path}: {:#?}", env.records()))
+}
+
+#[test]
+fn claude_code_tree_outlives_the_hook_and_the_keeper_releases_it_when_claude_code_is_killed() {
+    let Some(node) = node() else { return };
+    let env = TestEnv::new();
+    let repo = env.repo();
+    // Claude Code 2.1.214+ (CLAUDE_PID) and older (the session leader's parent).
+    for (claude_pid, name) in [(true, "bold-oak-a3f2"), (false, "agent-a1b2c3")] {
+        let host = plugin_host(&env, &node, &repo, name, false, claude_pid);
+        let run = host.created();
+        assert_eq!(run.code, Some(0), "{run:?}");
+        assert_eq!(
+            run.stdout,
+            format!("{}\n", run.path),
+            "stdout carries only the path"
+        );
+        let wt = PathBuf::from(&run.path);
+        assert!(wt.is_absolute() && wt.join(".git").is_file(), "{run:?}");
+        assert_eq!(fs::canonicalize(&wt).unwrap(), wt, "a physical path");
+        let rec = record_at(&env, &run.path);
+        let id = rec["id"].as_str().unwrap().to_string();
+        assert_eq!(rec["owner"]["kind"], "claude-code");
+        assert_eq!(rec["owner"]["name"], name);
+        // The hook has exited; the tree is still held, for the host.
+        let snap = Snapshot::take(&env, &repo, &id);
+        let o = env
+            .lease()
+            .args(["retire", "--json", &id])
+            .output()
+            .unwrap();
+        assert_code(&o, 1);
+        let why = reasons(&o);
+        snap.assert_held_unchanged(&env, &repo, &why[0]);
+        // Claude Code dies by SIGKILL: the keeper ends the session.
+        assert_eq!(run.host_pid, host.pid());
+        signal(host.pid(), "KILL");
+        wait_until("the keeper to end the record", || {
+            env.record_of(&id)["state"] == "terminal"
+        });
+        let o = env
+            .lease()
+            .args(["retire", "--json", &id])
+            .output()
+            .unwrap();
+        assert_code(&o, 0);
+        assert_eq!(disposition(&o), "removed");
+        assert!(!wt.exists());
+    }
+}
+
+#[test]
+fn claude_code_remove_while_the_session_runs_is_pending_and_done_when_it_ends() {
+    let Some(node) = node() else { return };
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let host = plugin_host(&env, &node, &repo, "pending-one", true, true);
+    let run = host.created();
+    assert_eq!(run.code, Some(0), "{run:?}");
+    let wt = PathBuf::from(&run.path);
+    let id = record_at(&env, &run.path)["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let removed = host.remove();
+    assert_eq!(removed.code, Some(0), "{removed:?}");
+    assert!(removed.stderr.contains("pending"), "{removed:?}");
+    assert_eq!(removed.stdout, "");
+    assert!(wt.exists(), "the session still holds it");
+    signal(host.pid(), "KILL");
+    wait_until("the keeper to retire the tree", || {
+        env.record_of(&id)["state"] == "removed"
+    });
+    assert!(!wt.exists());
+}
+
+#[test]
+fn claude_code_remove_keeps_a_tree_that_holds_work_and_says_why_first() {
+    let Some(node) = node() else { return };
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let host = plugin_host(&env, &node, &repo, "has-work", true, true);
+    let run = host.created();
+    assert_eq!(run.code, Some(0), "{run:?}");
+    let wt = PathBuf::from(&run.path);
+    fs::write(wt.join("notes.txt"), "unsaved work\n").unwrap();
+    let before = manifest(&wt);
+    let removed = host.remove();
+    assert_eq!(removed.code, Some(1), "{removed:?}");
+    let first = removed.stderr.lines().next().unwrap_or("");
+    assert!(
+        first.contains("kept") && first.contains("untracked"),
+        "the reason is the first stderr line: {removed:?}"
+    );
+    assert_eq!(manifest(&wt), before, "nothing changed");
+    let id = record_at(&env, &run.path)["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    signal(host.pid(), "KILL");
+    wait_until("the keeper to end the record", || {
+        env.record_of(&id)["state"] == "terminal"
+    });
+    assert_eq!(manifest(&wt), before, "no intent ran: the work stays");
+}
+
+#[test]
+fn claude_code_remove_hook_run_inside_the_tree_is_no_process_reference() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let (id, wt) = env.kept(&repo, "free-tree", "true");
+    // Claude Code runs the hook in the session's directory, which may be
+    // the tree itself; nothing holds it, so it is removed now.
+    let payload = serde_json::json!({"session_id": "s", "cwd": wt, "worktree_path": wt});
+    let mut c = env.lease();
+    c.args(["hook", "claude-code", "worktree-remove"])
+        .current_dir(&wt)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = c.spawn().unwrap();
+    {
+        use std::io::Write;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(payload.to_string().as_bytes())
+            .unwrap();
+    }
+    let o = child.wait_with_output().unwrap();
+    assert_code(&o, 0);
+    assert!(stderr(&o).contains("removed"), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "");
+    assert_eq!(env.record_of(&id)["state"], "removed");
+    assert!(!wt.exists());
+}
+
+/// A fake `Runner.Worker` ([`tests/hosts/fake-runner-worker.js`]) that ran
+/// the action's main and post; waits for [`Worker::end`].
+struct Worker {
+    bg: Bg,
+    end: PathBuf,
+    result: serde_json::Value,
+}
+
+impl Worker {
+    fn run(env: &TestEnv, node: &Path, repo: &Path, inputs: serde_json::Value) -> Worker {
+        let dir = env.fresh_file("runner");
+        fs::create_dir(&dir).unwrap();
+        let exe = dir.join("Runner.Worker");
+        let body = fs::read_to_string(hosts_dir().join("fake-runner-worker.js")).unwrap();
+        write_exe(&exe, &format!("#!{}\n{body}", node.display()));
+        let files = dir.join("files");
+        fs::create_dir(&files).unwrap();
+        let end = dir.join("end");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &end,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        let ready = dir.join("ready");
+        let cfg = dir.join("cfg.json");
+        let doc = serde_json::json!({
+            "action": shim_dir().join("github-action"),
+            "inputs": inputs,
+            "env": {"GITHUB_REPOSITORY": "o/r", "GITHUB_RUN_ID": "77", "GITHUB_JOB": "test"},
+            "workspace": repo,
+            "files": files,
+            "ready": ready,
+            "end": end,
+        });
+        fs::write(&cfg, doc.to_string()).unwrap();
+        let bg = Bg(Some(
+            env.cmd(&exe)
+                .arg(&cfg)
+                .env("PATH", path_with_lease())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .process_group(0)
+                .spawn()
+                .unwrap(),
+        ));
+        wait_until("the fake runner's steps", || ready.exists());
+        let result = serde_json::from_slice(&fs::read(&ready).unwrap()).unwrap();
+        Worker { bg, end, result }
+    }
+
+    /// Ends the job: the worker exits 0.
+    fn end(mut self) {
+        fs::write(&self.end, "end\n").unwrap();
+        let status = self.bg.0.take().unwrap().wait().unwrap();
+        assert!(status.success());
+    }
+}
+
+#[test]
+fn github_action_binds_the_job_worker_and_post_retires_when_the_job_ends() {
+    let Some(node) = node() else { return };
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let w = Worker::run(&env, &node, &repo, serde_json::json!({"branch": "ci/77"}));
+    let r = &w.result;
+    assert_eq!(r["main"]["code"], 0, "{r:#}");
+    let path = r["outputs"]["path"].as_str().unwrap().to_string();
+    let id = r["outputs"]["id"].as_str().unwrap().to_string();
+    let rec = env.record_of(&id);
+    assert_eq!(rec["worktree"]["path"], path.as_str());
+    assert_eq!(rec["branch"], "ci/77");
+    assert_eq!(rec["owner"]["name"], "o/r/77/test");
+    // The keeper runs without the job's tracking id, so the runner's orphan
+    // cleanup does not kill it at the job's end.
+    let main_out = r["main"]["stdout"].as_str().unwrap();
+    let keeper: u32 = main_out
+        .split("keeper pid ")
+        .nth(1)
+        .and_then(|s| s.trim_end_matches([')', '\n']).parse().ok())
+        .unwrap_or_else(|| panic!("{main_out}"));
+    let environ = fs::read(format!("/proc/{keeper}/environ")).unwrap();
+    assert!(
+        !environ
+            .split(|&b| b == 0)
+            .any(|v| v.starts_with(b"RUNNER_TRACKING_ID=")),
+        "the keeper must not carry RUNNER_TRACKING_ID"
+    );
+    // post ran while the worker lives: pending.
+    assert_eq!(r["post"]["code"], 0, "{r:#}");
+    assert!(
+        r["post"]["stdout"].as_str().unwrap().contains("pending"),
+        "{r:#}"
+    );
+    assert!(Path::new(&path).exists());
+    w.end();
+    wait_until("the keeper to retire the job's worktree", || {
+        env.record_of(&id)["state"] == "removed"
+    });
+    assert!(!Path::new(&path).exists());
+}
+
+#[test]
+fn github_action_without_a_runner_worker_creates_nothing_and_post_has_nothing_to_do() {
+    let Some(node) = node() else { return };
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let state = env.file("state");
+    let o = env
+        .cmd(&node)
+        .arg(shim_dir().join("github-action/main.js"))
+        .env("PATH", path_with_lease())
+        .env("GITHUB_WORKSPACE", &repo)
+        .env("GITHUB_STATE", &state)
+        .current_dir(&repo)
+        .output()
+        .unwrap();
+    assert_code(&o, 1);
+    assert!(stdout(&o).starts_with("::error::"), "{}", stdout(&o));
+    assert!(stdout(&o).contains("Runner.Worker"), "{}", stdout(&o));
+    assert!(env.records().is_empty());
+    assert!(!state.exists(), "no state saved");
+    // post runs even though main failed, and finds nothing to retire.
+    let o = env
+        .cmd(&node)
+        .arg(shim_dir().join("github-action/post.js"))
+        .env("PATH", path_with_lease())
+        .current_dir(&repo)
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+    assert!(stdout(&o).contains("nothing to retire"), "{}", stdout(&o));
+    let yml = fs::read_to_string(shim_dir().join("github-action/action.yml")).unwrap();
+    for line in [
+        "using: node20",
+        "main: main.js",
+        "post: post.js",
+        "post-if: always()",
+    ] {
+        assert!(yml.lines().any(|l| l.trim() == line), "action.yml: {line}");
+    }
 }
