@@ -161,6 +161,7 @@ fn hold(a: &KeeperArgs) -> Result<Holding> {
             ),
         ));
     }
+    crate::os::fault::point("keeper-holding");
     let mut mine = crate::launcher::own_session()?;
     mine.bound = Some(a.bound.clone());
     let creator = a.creator;

@@ -324,3 +324,39 @@ fn systemd_tmpfiles_skips_an_aged_tree_under_a_keeper_and_ages_a_free_one() {
     assert_eq!(env.record_of(&id)["state"], "active");
     drop(host);
 }
+
+#[test]
+fn a_keeper_that_dies_before_it_is_ready_fails_create_and_the_fresh_tree_is_retired() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let host = bound(&env);
+    let before = env.git(&repo, &["worktree", "list", "--porcelain"]);
+    let o = env
+        .lease()
+        .current_dir(&repo)
+        .env("LEASE_FI_CRASH", "keeper-holding")
+        .args(["create", "--json", "--bind-pid", &host.pid().to_string()])
+        .output()
+        .unwrap();
+    assert_code(&o, 3);
+    let err = stderr(&o);
+    assert!(err.contains("keeper did not start"), "{err}");
+    assert!(err.contains("the new worktree was retired"), "{err}");
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(v.get("path").is_none(), "no path was given: {v}");
+    let rec = env.record();
+    assert_eq!(rec["state"], "removed");
+    assert!(
+        rec["outcome"]["note"]
+            .as_str()
+            .unwrap()
+            .starts_with("keeper did not start"),
+        "{rec:#}"
+    );
+    assert!(!Path::new(rec["worktree"]["path"].as_str().unwrap()).exists());
+    assert_eq!(
+        env.git(&repo, &["worktree", "list", "--porcelain"]),
+        before,
+        "the registration is gone too"
+    );
+}
