@@ -20,7 +20,9 @@
 //!
 //! # Modules
 //! `cli` (the only one that prints) -> `launcher` (exec, and `launcher::join`
-//! for a process that lost its descriptor), `retire` (the engine), `reap`
+//! for a process that lost its descriptor), `ops` (`ops::create` and its
+//! keeper `ops::keeper` for hosts lease does not start, `ops::intent` for
+//! `retire --when-free`), `retire` (the engine), `reap`
 //! (the reconciler, which drives the engine), `restore` (a new leased
 //! worktree from a re-verified archive), `hold` (retention by a named
 //! owner) and `repair` (one stale registration) -> `plan` (pure gate

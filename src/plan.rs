@@ -1044,6 +1044,29 @@ mod tests {
     }
 
     #[test]
+    fn only_a_lease_in_use_is_busy_for_an_intent() {
+        for r in [
+            HoldReason::ConsumerAlive,
+            HoldReason::LauncherAlive,
+            HoldReason::RetireInProgress,
+        ] {
+            assert!(r.is_busy(), "{}", r.code());
+        }
+        // The tree, the evidence or an owner: an intent never waits those out.
+        for r in [
+            HoldReason::InUse,
+            HoldReason::Dirty,
+            HoldReason::Untracked,
+            HoldReason::Retained,
+            HoldReason::LockUnsupported,
+            HoldReason::Unprovable,
+            HoldReason::NotTerminal,
+        ] {
+            assert!(!r.is_busy(), "{}", r.code());
+        }
+    }
+
+    #[test]
     fn state_gate_table() {
         assert_eq!(gate_state(State::Terminal, false), Ok(StateGate::Proceed));
         assert_eq!(gate_state(State::Interrupted, true), Ok(StateGate::Proceed));
