@@ -570,6 +570,12 @@ fn claude_code_tree_outlives_the_hook_and_the_keeper_releases_it_when_claude_cod
         let id = rec["id"].as_str().unwrap().to_string();
         assert_eq!(rec["owner"]["kind"], "claude-code");
         assert_eq!(rec["owner"]["name"], name);
+        // Bound to the host process itself, not to the hook or its shell.
+        assert_eq!(
+            rec["sessions"][0]["bound"]["pid"].as_u64(),
+            Some(u64::from(host.pid())),
+            "{rec:#}"
+        );
         // The hook has exited; the tree is still held, for the host.
         let snap = Snapshot::take(&env, &repo, &id);
         let o = env
