@@ -55,7 +55,7 @@ pub fn open_checked(lease: &FileId, uid: u32) -> Result<File, Hold> {
     plan::check_lease_seen(lease.id(), uid, crate::os::fs::lstat(&path))?;
     let f = fs::OpenOptions::new()
         .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
+        .custom_flags(open_existing_flags())
         .open(&path)
         .map_err(|e| {
             Hold::new(
@@ -74,6 +74,16 @@ pub fn open_checked(lease: &FileId, uid: u32) -> Result<File, Hold> {
         ));
     }
     Ok(f)
+}
+
+/// The `open(2)` flags of every open of an existing lease file: never follow
+/// a symlink in its last component (`O_NOFOLLOW`: `ELOOP`), never wait for a
+/// writer if it has become a FIFO (`O_NONBLOCK`), never make a terminal the
+/// controlling one (`O_NOCTTY`). `open_checked` also refuses a symlink or a
+/// FIFO by `lstat` before it opens, so these flags only matter if the name is
+/// swapped between that check and the open; a unit test judges them alone.
+fn open_existing_flags() -> i32 {
+    libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY
 }
 
 /// Takes a shared lock without blocking. `Ok(false)` means a retire holds it
@@ -175,6 +185,28 @@ mod tests {
         let c = open_checked(&id, uid).unwrap();
         assert!(!try_shared(&c).unwrap(), "the retirer holds it exclusively");
         drop(x);
+    }
+
+    #[test]
+    fn an_existing_lease_is_opened_without_following_a_symlink_or_blocking() {
+        let t = tempfile::tempdir().unwrap();
+        let p = t.path().join("x.lease");
+        let (_f, _id) = create(&p).unwrap();
+        let link = t.path().join("swapped.lease");
+        std::os::unix::fs::symlink(&p, &link).unwrap();
+        let open = |path: &Path| {
+            fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(open_existing_flags())
+                .open(path)
+        };
+        // A name swapped for a symlink after the lstat check is not followed.
+        assert_eq!(open(&link).unwrap_err().raw_os_error(), Some(libc::ELOOP));
+        // The descriptor is non-blocking (a FIFO swapped in would not wait
+        // for a writer); F_GETFL reports the file status flags open set.
+        let f = open(&p).unwrap();
+        let fl = rustix::fs::fcntl_getfl(&f).unwrap();
+        assert!(fl.contains(rustix::fs::OFlags::NONBLOCK), "{fl:?}");
     }
 
     #[test]
