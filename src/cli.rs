@@ -64,6 +64,7 @@ mod audit;
 mod config;
 mod create;
 mod exec;
+mod fast;
 mod generate;
 mod hold;
 mod hook;
@@ -221,7 +222,11 @@ pub fn command() -> clap::Command {
 
 /// Parses the arguments, runs the command, and returns the exit code.
 pub fn run() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let args: Vec<OsString> = std::env::args_os().collect();
+    if let Some(code) = fast::run(&args) {
+        return code;
+    }
+    let cli = match Cli::try_parse_from(args) {
         Ok(c) => c,
         Err(e) => {
             let is_exec = subcommand_name().is_some_and(|a| a == "exec" || a == "join");

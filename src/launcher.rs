@@ -1079,7 +1079,10 @@ fn run(reg: &Registry, git: Git, p: Prepared, req: &ExecRequest) -> Result<ExecR
         .env("LEASE_FD", p.child_fd.as_raw_fd().to_string())
         .env("LEASE_FILE", &p.lease.path)
         .env("LEASE_IDENTITY", identity)
-        .env("LEASE_WORKTREE", &p.worktree);
+        .env("LEASE_WORKTREE", &p.worktree)
+        // The git lease resolved (config `git`, else the first on PATH that
+        // is not the shim): the shim's fork-free path runs it (shim/README.md).
+        .env("LEASE_GIT", git.path());
     // The one descriptor the command inherits: clear close-on-exec just for
     // the spawn, then set it again so no later child of lease inherits it.
     process::set_inherited(&p.child_fd, true).at_do("cannot pass", &p.lease.path())?;

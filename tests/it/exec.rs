@@ -88,6 +88,19 @@ fn command_gets_one_locked_descriptor_and_the_environment() {
     );
     let wt = rec["worktree"]["path"].as_str().unwrap();
     assert_eq!(var("LEASE_WORKTREE"), wt);
+    // The git lease resolved, for the shim's fork-free path: a real git.
+    let git = var("LEASE_GIT");
+    assert!(
+        git.starts_with('/') && fs::metadata(&git).is_ok_and(|m| m.is_file()),
+        "LEASE_GIT is an absolute path to a file: {git}"
+    );
+    assert!(
+        !fs::read(&git)
+            .unwrap()
+            .windows(10)
+            .any(|w| w == b"lease-shim"),
+        "LEASE_GIT is not the shim"
+    );
     assert_eq!(
         fs::read_link(format!("/proc/{child}/cwd"))
             .unwrap()

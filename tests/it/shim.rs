@@ -492,6 +492,116 @@ fn git_shim_picks_the_real_git_and_joins_only_without_the_descriptor() {
 }
 
 #[test]
+fn git_shim_fast_path_starts_no_process_held_or_lost() {
+    // Inside a lease with LEASE_GIT set (as `lease exec` exports it), the
+    // shim decides with shell builtins and execs once: the real git when it
+    // holds the lease descriptor, `lease join` when it lost it.
+    let env = TestEnv::new();
+    let real = env.file("real-git");
+    let print =
+        "#!/bin/sh\nprintf '%s' \"$0\"; for a in \"$@\"; do printf ' [%s]' \"$a\"; done; echo\n";
+    write_exe(&real, print);
+    let fake_lease = env.file("fake-lease");
+    write_exe(&fake_lease, print);
+    let lease = env.file("x.lease");
+    fs::write(&lease, "").unwrap();
+    let other = env.file("other");
+    fs::write(&other, "").unwrap();
+    use std::os::unix::fs::MetadataExt;
+    let m = fs::metadata(&lease).unwrap();
+    let identity = format!("{}:{}", m.dev(), m.ino());
+    // No git on this PATH at all: the fast path never looks for one.
+    let path = format!("{}:/usr/bin:/bin", shim_dir().display());
+    let args = ["rev-parse", "HEAD", "a b", ""];
+    let want_args = " [rev-parse] [HEAD] [a b] []";
+    let shim = shim_dir().join("git");
+    // `sh -c 'exec 7<T; exec SHIM ARGS'`: fd 7 on T, then the shim itself
+    // (exec, no fork), under strace when STRACE is given.
+    let case = |fd_target: &Path, strace: Option<&Path>| {
+        let mut c = match strace {
+            Some(log) => {
+                let mut c = Command::new("strace");
+                c.args([
+                    "-f",
+                    "-qq",
+                    "-e",
+                    "trace=clone,clone3,fork,vfork",
+                    "-e",
+                    "signal=none",
+                    "-o",
+                ])
+                .arg(log)
+                .arg("sh");
+                c
+            }
+            None => Command::new("sh"),
+        };
+        c.args(["-c", "exec 7<\"$T\"; exec \"$SHIM\" \"$@\"", "sh"])
+            .args(args)
+            .env_clear()
+            .env("PATH", &path)
+            .env("HOME", env.file("."))
+            .env("T", fd_target)
+            .env("SHIM", &shim)
+            .env("LEASE_GIT", &real)
+            .env("LEASE_BIN", &fake_lease)
+            .env("LEASE_FILE", &lease)
+            .env("LEASE_IDENTITY", &identity)
+            .env("LEASE_FD", "7");
+        c
+    };
+    let held = format!("{}{want_args}\n", real.display());
+    let joined = format!(
+        "{} [join] [--] [{}]{want_args}\n",
+        fake_lease.display(),
+        real.display()
+    );
+    for (target, want) in [(&lease, &held), (&other, &joined)] {
+        let o = case(target, None).output().unwrap();
+        assert_code(&o, 0);
+        assert_eq!(&stdout(&o), want);
+    }
+    // LEASE_FD not a number: not held, so join.
+    let o = case(&lease, None).env("LEASE_FD", "x").output().unwrap();
+    assert_code(&o, 0);
+    assert_eq!(stdout(&o), joined);
+    // A LEASE_GIT that is the shim itself comes back in the same process:
+    // refused at once, never a loop.
+    let o = case(&lease, None).env("LEASE_GIT", &shim).output().unwrap();
+    assert_code(&o, 125);
+    assert!(stderr(&o).contains("leads back"), "{}", stderr(&o));
+    // No lease binary to be found on the lost path: refuse, never run git
+    // unprotected.
+    let o = case(&other, None)
+        .env("LEASE_BIN", env.file("no-such-lease"))
+        .output()
+        .unwrap();
+    assert_code(&o, 125);
+    assert!(stderr(&o).contains("LEASE_BIN"), "{}", stderr(&o));
+    // Zero processes started on either path (the fake git and lease print
+    // with builtins only, so any clone is the shim's).
+    let probe = Command::new("strace")
+        .args(["-o", "/dev/null", "true"])
+        .output();
+    if !probe.is_ok_and(|p| p.status.success()) {
+        skip("the fork count: strace cannot run here");
+        return;
+    }
+    for (target, want) in [(&lease, &held), (&other, &joined)] {
+        let log = env.file("forks.strace");
+        let o = case(target, Some(&log)).output().unwrap();
+        assert_code(&o, 0);
+        assert_eq!(&stdout(&o), want);
+        let trace = fs::read_to_string(&log).unwrap();
+        let forks: Vec<&str> = trace
+            .lines()
+            .filter(|l| !l.contains("+++") && !l.contains("---"))
+            .collect();
+        assert!(forks.is_empty(), "the shim started processes: {forks:?}");
+    }
+}
+
+#[test]
 fn git_commit_from_a_python_worker_holds_the_lease_after_the_launcher_died() {
     let env = TestEnv::new();
     let repo = env.repo();
