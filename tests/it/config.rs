@@ -4,7 +4,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use crate::support::{TestEnv, assert_code, stderr, stdout};
+use crate::support::{TestEnv, assert_code, stderr, stdout, which};
 
 /// Writes the user config file (`~/.config/lease/config.toml`).
 fn user_config(env: &TestEnv, text: &str) -> PathBuf {
@@ -233,7 +233,20 @@ fn a_leased_command_sees_the_same_policy() {
         ),
     );
     assert_code(&o, 0);
-    let inside: serde_json::Value = serde_json::from_slice(&fs::read(&out).unwrap()).unwrap();
+    let mut inside: serde_json::Value = serde_json::from_slice(&fs::read(&out).unwrap()).unwrap();
+    // Exec exports `LEASE_GIT`, the git it resolved (for the git shim), so
+    // inside, `git` comes from the environment: the same git outside
+    // resolves (the first on PATH), named by its path.
+    let mut outside = outside;
+    let git_of = |v: &mut serde_json::Value| {
+        let settings = v["settings"].as_array_mut().unwrap();
+        let i = settings.iter().position(|s| s["key"] == "git").unwrap();
+        settings.remove(i)
+    };
+    let (git_in, git_out) = (git_of(&mut inside), git_of(&mut outside));
+    assert_eq!(git_out["source"]["kind"], "default", "{git_out}");
+    assert_eq!(git_in["source"]["name"], "LEASE_GIT", "{git_in}");
+    assert_eq!(git_in["value"], which("git").to_str().unwrap(), "{git_in}");
     assert_eq!(inside, outside);
 }
 
