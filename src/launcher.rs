@@ -18,6 +18,7 @@
 //! `lease join`, which takes the lease again from `LEASE_*` for a process
 //! that lost the descriptor, lives in [`join`].
 
+mod fast;
 pub mod join;
 
 use std::ffi::OsString;
@@ -212,7 +213,15 @@ pub fn exec(req: ExecRequest) -> Result<ExecResult> {
     let session = own_session()?;
     let prepared = match (&req.resume, &req.adopt) {
         (Some(id), _) => resume(&reg, id, session)?,
-        (None, Some(path)) => adopt(&reg, &git, path, &req, session)?,
+        (None, Some(path)) => match fast::locked_record(&reg, path) {
+            // A worktree this state root already records: one read and one
+            // write of that record, unless it does not name this tree.
+            Some((id, wt)) => match join_recorded(&reg, &id, &wt, session.clone())? {
+                Some(p) => p,
+                None => adopt(&reg, &git, path, &req, session)?,
+            },
+            None => adopt(&reg, &git, path, &req, session)?,
+        },
         (None, None) => create(&reg, &git, &req, session)?,
     };
     run(&reg, git, prepared, &req)
@@ -1008,48 +1017,82 @@ fn resume(reg: &Registry, id: &str, session: Session) -> Result<Prepared> {
     join_session(reg, rec, wt, session)
 }
 
-/// A new session in an already recorded worktree: lock the existing lease
-/// shared (failing at once while a retire holds it), then re-check the record.
+/// A new session in record `id`, found by git's lock on `wt`
+/// ([`fast::locked_record`]): under the record's lock, one read, then the
+/// record must name `wt` (path, device, inode) and not be `removed`, else
+/// `Ok(None)` and nothing is written (the caller runs the full adopt); then
+/// [`start_session`], written without an fsync (SPEC invariant 7).
+fn join_recorded(
+    reg: &Registry,
+    id: &str,
+    wt: &Path,
+    session: Session,
+) -> Result<Option<Prepared>> {
+    let seen = crate::os::fs::lstat(wt);
+    reg.update_session(id, |r| {
+        let names = r.worktree.as_ref().is_some_and(|w| {
+            w.path() == wt
+                && seen
+                    .as_ref()
+                    .is_some_and(|s| (s.dev, s.ino) == (w.dev, w.ino))
+        });
+        if !names || r.state == State::Removed || r.lease.is_none() {
+            return Ok(None);
+        }
+        start_session(r, wt, session).map(Some)
+    })
+}
+
+/// A new session in an already recorded worktree (`exec --adopt` of a
+/// recorded tree, `exec --resume`): [`start_session`] under the record's
+/// lock, one read and one write, not fsynced (SPEC invariant 7).
 fn join_session(reg: &Registry, rec: Record, wt: PathBuf, session: Session) -> Result<Prepared> {
-    let Some(lease) = rec.lease.clone() else {
+    reg.update_session(&rec.id, |r| start_session(r, &wt, session))
+}
+
+/// Starts a session in record `r` (under its lock): the existing lease
+/// opened and locked shared twice, the command's open and the launcher's
+/// own (failing at once while a retire holds it exclusively), then the
+/// record's state checked again under that lock: `active`, `terminal`,
+/// `retained` or `interrupted` (a retire that crashed leaves `retiring`,
+/// and a free lease must not let a session into it), moved to `active`,
+/// and the session appended.
+fn start_session(r: &mut Record, wt: &Path, session: Session) -> Result<Prepared> {
+    let Some(lease) = r.lease.clone() else {
         return Err(Error::refused(
             HoldReason::LeaseMissing,
-            format!("record {} has no lease", rec.id),
+            format!("record {} has no lease", r.id),
         ));
     };
     let open = || -> Result<fs::File> {
-        let f = crate::os::lease::open_checked(&lease, rec.uid)
+        let f = crate::os::lease::open_checked(&lease, r.uid)
             .map_err(|h| Error::refused(h.reason, h.detail))?;
         if !crate::os::lease::try_shared(&f).at_do("cannot lock", &lease.path())? {
             return Err(Error::refused(
                 HoldReason::RetireInProgress,
-                format!("record {} is being retired", rec.id),
+                format!("record {} is being retired", r.id),
             ));
         }
         Ok(f)
     };
     let child_fd = open()?;
     let own_fd = open()?;
-    let id = rec.id.clone();
-    reg.update(&id, |r| {
-        if !matches!(
-            r.state,
-            State::Active | State::Terminal | State::Retained | State::Interrupted
-        ) {
-            return Err(Error::refused(
-                HoldReason::RetireInProgress,
-                format!("record {} is {}", r.id, r.state.name()),
-            ));
-        }
-        if r.state != State::Active {
-            r.set_state(State::Active)?;
-        }
-        r.push_session(session);
-        Ok(())
-    })?;
+    if !matches!(
+        r.state,
+        State::Active | State::Terminal | State::Retained | State::Interrupted
+    ) {
+        return Err(Error::refused(
+            HoldReason::RetireInProgress,
+            format!("record {} is {}", r.id, r.state.name()),
+        ));
+    }
+    if r.state != State::Active {
+        r.set_state(State::Active)?;
+    }
+    r.push_session(session);
     Ok(Prepared {
-        id,
-        worktree: wt,
+        id: r.id.clone(),
+        worktree: wt.to_path_buf(),
         lease,
         child_fd,
         own_fd,
@@ -1142,15 +1185,6 @@ fn run(reg: &Registry, git: Git, p: Prepared, req: &ExecRequest) -> Result<ExecR
     crate::os::fault::point("exec-ran");
     // The command may have changed the config: read filter drivers afresh.
     Git::forget_filters();
-    let head = match reg.get(&p.id) {
-        Ok(r) => head_of(&git, Path::new(&r.repo), &p.worktree),
-        Err(e) => {
-            notes.push(format!(
-                "lease: cannot read the record after the command: {e}"
-            ));
-            None
-        }
-    };
     // Close both of our descriptors: the locks end with them (never LOCK_UN).
     drop(p.child_fd);
     drop(p.own_fd);
@@ -1177,6 +1211,12 @@ fn run(reg: &Registry, git: Git, p: Prepared, req: &ExecRequest) -> Result<ExecR
         Ended::Code(c) => (Some(c), None),
         Ended::Signal(s) => (None, Some(s)),
     };
+    // HEAD from git's files (no libgit2 open, no second read of the
+    // record): the common dir through the worktree's `.git` file, else the
+    // record's `repo`.
+    let common = crate::git::libgit2::common_of_linked(&p.worktree)
+        .or_else(|| reg.get(&p.id).ok().map(|r| PathBuf::from(r.repo)));
+    let head = common.and_then(|c| head_of(&git, &c, &p.worktree));
     let outcome = Outcome {
         code,
         signal,
@@ -1237,7 +1277,10 @@ pub(crate) fn end_session(
     outcome: &Outcome,
     keep: Option<Owner>,
 ) -> Result<(State, Option<crate::registry::Intent>)> {
-    reg.update(id, |r| {
+    // Not fsynced (SPEC invariant 7; docs/record.md "Durability"), except
+    // under `--keep`, whose `retained` keeps a reap from retiring the tree.
+    let durable = keep.is_some();
+    let end = |r: &mut Record| {
         let mine = r
             .sessions
             .iter_mut()
@@ -1267,15 +1310,20 @@ pub(crate) fn end_session(
             }
         }
         Ok((r.state, r.intent.clone()))
-    })
+    };
+    if durable {
+        reg.update(id, end)
+    } else {
+        reg.update_session(id, end)
+    }
 }
 
-/// The worktree's HEAD commit after the command, read in process where
-/// [`crate::git::libgit2::Reader`] can, else with `git rev-parse`; `None` when
-/// neither can tell.
+/// The worktree's HEAD commit after the command, read from git's files
+/// ([`crate::git::admin::head_commit_direct`]: no libgit2 open on the launch
+/// path) where they tell, else with `git rev-parse`; `None` when neither can.
 pub(crate) fn head_of(git: &Git, common: &Path, worktree: &Path) -> Option<String> {
-    match crate::git::libgit2::Reader::open(common)
-        .and_then(|r| r.head_commit(&crate::git::admin::linked_admin(common, worktree)?))
+    match crate::git::admin::linked_admin(common, worktree)
+        .and_then(|admin| crate::git::admin::head_commit_direct(common, &admin))
     {
         Some(h) => h,
         None => git

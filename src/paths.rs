@@ -372,6 +372,21 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
 /// (before the umask): for output other users read, such as the metrics file
 /// node_exporter's textfile collector scrapes.
 pub fn write_atomic_mode(path: &Path, bytes: &[u8], mode: u32) -> Result<()> {
+    write_atomic_with(path, bytes, mode, true)
+}
+
+/// Writes `bytes` to `path` atomically but without an fsync: a temporary
+/// file in the same directory (0600), renamed over `path`. After a crash of
+/// the process `path` holds the old or the new content, never a mixture;
+/// after a power loss it may hold either, or (on a filesystem that does not
+/// order a rename after the data it replaces) an empty file, which lease
+/// then reports as a corrupt record. For the writes SPEC invariant 7 lets
+/// go unsynced: a session's start and end (docs/record.md "Durability").
+pub fn write_atomic_unsynced(path: &Path, bytes: &[u8]) -> Result<()> {
+    write_atomic_with(path, bytes, 0o600, false)
+}
+
+fn write_atomic_with(path: &Path, bytes: &[u8], mode: u32, durable: bool) -> Result<()> {
     let dir = path
         .parent()
         .ok_or_else(|| Error::Usage(format!("`{}` has no parent", path.display())))?;
@@ -394,7 +409,9 @@ pub fn write_atomic_mode(path: &Path, bytes: &[u8], mode: u32) -> Result<()> {
         // A failed fsync ends the attempt: the page may be gone, and retrying
         // can report success for data that never reached the disk
         // (PostgreSQL's "fsyncgate"), so there is no retry.
-        f.sync_all().at_do("cannot fsync", &tmp)?;
+        if durable {
+            f.sync_all().at_do("cannot fsync", &tmp)?;
+        }
         drop(f);
         fs::rename(&tmp, path).at_do("cannot rename into", path)
     })();
@@ -402,7 +419,7 @@ pub fn write_atomic_mode(path: &Path, bytes: &[u8], mode: u32) -> Result<()> {
         let _ = fs::remove_file(&tmp);
     }
     written?;
-    sync_dir(dir)
+    if durable { sync_dir(dir) } else { Ok(()) }
 }
 
 /// Fsyncs a directory so a rename or create in it is durable.

@@ -786,7 +786,7 @@ impl Registry {
                 ..Event::note("create", &rec.id, vec![], vec![])
             },
         );
-        self.write(rec, &lock)
+        self.write(rec, &lock, true)
     }
 
     /// Read-modify-write of one record under its exclusive lock. `f` may change
@@ -797,13 +797,36 @@ impl Registry {
     /// appended ([`Registry::recover_audit`]), so the log keeps each record's
     /// lines in order.
     pub fn update<T>(&self, id: &str, f: impl FnOnce(&mut Record) -> Result<T>) -> Result<T> {
+        self.update_with(id, true, f)
+    }
+
+    /// [`Registry::update`] for a session's start or end: the record and its
+    /// audit lines are written atomically but not fsynced (SPEC invariant 7;
+    /// docs/record.md "Durability": the flock, not the record, protects a
+    /// live session, and a lost end leaves an `active` record with a dead
+    /// launcher, which retire and reap resolve). Never for a transition that
+    /// authorizes or records destruction.
+    pub fn update_session<T>(
+        &self,
+        id: &str,
+        f: impl FnOnce(&mut Record) -> Result<T>,
+    ) -> Result<T> {
+        self.update_with(id, false, f)
+    }
+
+    fn update_with<T>(
+        &self,
+        id: &str,
+        durable: bool,
+        f: impl FnOnce(&mut Record) -> Result<T>,
+    ) -> Result<T> {
         let lock = self.lock(id)?;
         let mut rec = self.get(id)?;
         self.recover(&rec, &lock)?;
         let before = rec.clone();
         let out = f(&mut rec)?;
         if rec != before || !rec.pending.is_empty() {
-            self.write(&mut rec, &lock)?;
+            self.write(&mut rec, &lock, durable)?;
         }
         Ok(out)
     }
@@ -862,18 +885,22 @@ impl Registry {
     /// `unaudited`), appends them to the log, then notes in `lock` that the
     /// log has them. A crash anywhere in between loses no line: the next
     /// [`Registry::update`] appends what is missing.
-    fn write(&self, rec: &mut Record, lock: &fs::File) -> Result<()> {
+    fn write(&self, rec: &mut Record, lock: &fs::File, durable: bool) -> Result<()> {
         let mut events = std::mem::take(&mut rec.pending);
         for e in &mut events {
             rec.audit_seq += 1;
             e.seq = rec.audit_seq;
         }
         rec.unaudited = events;
-        crate::paths::write_atomic(&self.file(&rec.id), &encode(rec))?;
+        if durable {
+            crate::paths::write_atomic(&self.file(&rec.id), &encode(rec))?;
+        } else {
+            crate::paths::write_atomic_unsynced(&self.file(&rec.id), &encode(rec))?;
+        }
         crate::os::fault::point("record-written");
         let audit = Audit::new(&self.root);
         for e in &rec.unaudited {
-            audit.append(e)?;
+            audit.append_with(e, durable)?;
         }
         if rec.unaudited.is_empty() {
             return Ok(());

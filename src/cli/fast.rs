@@ -1,15 +1,19 @@
-//! The fast paths: the commands an agent's every `git` can cost (the shim's
-//! `lease join -- CMD`), recognized from the raw arguments before clap builds
-//! the whole command tree (a millisecond of a short command's time: see
+//! The fast paths: the commands whose start-up a short command feels (the
+//! shim's `lease join -- CMD` on an agent's every `git`, and a launcher's
+//! `lease exec --adopt PATH -- CMD`), recognized from the raw arguments
+//! before clap builds the whole command tree (most of a millisecond: see
 //! docs/PERFORMANCE.md). Only the exact spellings below take a fast path;
-//! any other argument list, `--help` included, goes through clap as before,
-//! and a fast path's errors and exit codes are the slow path's own.
+//! any other argument list, `--help` included, goes through clap as before.
+//! A fast path then does what the slow path does with those arguments (the
+//! same log filter, the same policy layers with no flag layer, the same
+//! request), so its effects, errors and exit codes are the slow path's own.
 
 use std::ffi::OsString;
 use std::process::ExitCode;
 
 /// Runs a fast path when the arguments (program name first) are exactly
-/// `join -- CMD [ARGS...]`; `None` sends them to clap.
+/// `join -- CMD [ARGS...]` or `exec --adopt PATH -- CMD [ARGS...]` (PATH
+/// not starting with `-`); `None` sends them to clap.
 pub(super) fn run(args: &[OsString]) -> Option<ExitCode> {
     match args {
         [_, verb, dashes, command @ ..]
@@ -17,8 +21,49 @@ pub(super) fn run(args: &[OsString]) -> Option<ExitCode> {
         {
             Some(super::join::join(command.to_vec()))
         }
+        [_, verb, flag, path, dashes, command @ ..]
+            if verb == "exec"
+                && flag == "--adopt"
+                && dashes == "--"
+                && !command.is_empty()
+                && !path.is_empty()
+                && !path.as_encoded_bytes().starts_with(b"-") =>
+        {
+            Some(adopt(path.into(), command.to_vec()))
+        }
         _ => None,
     }
+}
+
+/// `exec --adopt PATH -- CMD`, as the slow path runs it with no other flag.
+fn adopt(path: std::path::PathBuf, command: Vec<OsString>) -> ExitCode {
+    super::log::install(0, 0, super::log::LogFormat::Text);
+    let resolved = crate::policy::load_layers(None).and_then(|mut l| {
+        l.push((
+            crate::policy::LayerFrom::Flags,
+            crate::policy::Layer::default(),
+        ));
+        crate::policy::resolve(&l)
+    });
+    match resolved {
+        Ok(p) => crate::policy::install(p),
+        Err(e) => {
+            super::print_error(&e);
+            return ExitCode::from(super::exit::EXEC_FAILED);
+        }
+    }
+    let req = crate::launcher::ExecRequest {
+        repo: None,
+        branch: None,
+        base: None,
+        adopt: Some(path),
+        resume: None,
+        keep: false,
+        owner: None,
+        reap_if_low: false,
+        command,
+    };
+    super::exec::exec(Ok(req), false)
 }
 
 #[cfg(test)]
@@ -41,6 +86,12 @@ mod tests {
             &["lease", "-v", "join", "--", "git"],
             &["lease", "join", "--help"],
             &["lease", "exec", "--", "true"],
+            &["lease", "exec", "--adopt", "w", "--"],
+            &["lease", "exec", "--adopt", "--keep", "--", "true"],
+            &["lease", "exec", "--adopt", "", "--", "true"],
+            &["lease", "exec", "--keep", "--adopt", "w", "--", "true"],
+            &["lease", "exec", "--adopt", "w", "--json", "--", "true"],
+            &["lease", "exec", "--adopt=w", "--", "true"],
         ] {
             assert!(run(&os(slow)).is_none(), "{slow:?}");
         }

@@ -44,6 +44,65 @@ pub fn linked_admin(repo: &Path, wt: &Path) -> Option<PathBuf> {
     (back == dotgit).then_some(admin)
 }
 
+/// The largest `packed-refs` [`head_commit_direct`] reads (bytes); a larger
+/// one leaves the answer to git.
+const PACKED_REFS_LIMIT: u64 = 8 << 20;
+
+/// The commit HEAD names in the linked worktree whose admin directory is
+/// `admin`, read from git's files without a git process or libgit2 (exec's
+/// outcome, SPEC "Record"): `<admin>/HEAD` is a commit id (detached) or
+/// `ref: refs/heads/...`, which is a loose ref under `common` or a line of
+/// `<common>/packed-refs` (gitrepository-layout(5)). `Some(None)`: the
+/// branch has no commit yet (unborn). `None` when the files cannot tell
+/// (the reftable backend, a symbolic ref to a symbolic ref, anything
+/// unexpected): the caller asks git. It does not peel: a branch names a
+/// commit (git refuses to point one at anything else).
+pub fn head_commit_direct(common: &Path, admin: &Path) -> Option<Option<String>> {
+    let is_oid = |b: &[u8]| {
+        matches!(b.len(), 40 | 64) && b.iter().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f'))
+    };
+    if fs::symlink_metadata(common.join("reftable")).is_ok() {
+        return None;
+    }
+    let head = crate::os::fs::read_small(&admin.join("HEAD"))?;
+    if is_oid(&head) {
+        return Some(Some(String::from_utf8(head).ok()?));
+    }
+    let name = std::str::from_utf8(head.strip_prefix(b"ref: ")?)
+        .ok()?
+        .trim_end();
+    let safe = name.starts_with("refs/heads/")
+        && name
+            .split('/')
+            .all(|c| !c.is_empty() && c != "." && c != "..");
+    if !safe {
+        return None;
+    }
+    match crate::os::fs::read_small(&common.join(name)) {
+        Some(loose) if is_oid(&loose) => return Some(Some(String::from_utf8(loose).ok()?)),
+        Some(_) => return None,
+        None if fs::symlink_metadata(common.join(name)).is_ok() => return None,
+        None => {}
+    }
+    let packed = match crate::os::fs::read_regular(&common.join("packed-refs"), PACKED_REFS_LIMIT) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Some(None),
+        Err(_) => return None,
+    };
+    for line in packed.split(|b| *b == b'\n') {
+        let Some(oid) = line
+            .strip_suffix(name.as_bytes())
+            .and_then(|l| l.strip_suffix(b" "))
+        else {
+            continue;
+        };
+        if is_oid(oid) {
+            return Some(Some(String::from_utf8(oid.to_vec()).ok()?));
+        }
+    }
+    Some(None)
+}
+
 /// What follows the machine part of a reason lease writes: read by a person
 /// in git's refusal, and where [`parse_lock_reason`] ends the state root.
 const NOTE: &str = " (in use under lease; remove it with: ";
@@ -124,6 +183,54 @@ mod tests {
     use super::*;
 
     const ID: &str = "0123456789abcdef0123456789abcdef";
+
+    #[test]
+    fn head_is_read_from_git_files_or_left_to_git() {
+        let t = tempfile::tempdir().unwrap();
+        let common = t.path().join("repo.git");
+        let admin = common.join("worktrees/w");
+        fs::create_dir_all(common.join("refs/heads/feat")).unwrap();
+        fs::create_dir_all(&admin).unwrap();
+        let a = "a".repeat(40);
+        let b = "b".repeat(40);
+        let c = "c".repeat(64);
+        let head = |text: &str| {
+            fs::write(admin.join("HEAD"), text).unwrap();
+            head_commit_direct(&common, &admin)
+        };
+        // Detached (sha1 and sha256), a loose branch, a packed one, unborn.
+        assert_eq!(head(&format!("{a}\n")), Some(Some(a.clone())));
+        assert_eq!(head(&format!("{c}\n")), Some(Some(c.clone())));
+        fs::write(common.join("refs/heads/feat/x"), format!("{b}\n")).unwrap();
+        assert_eq!(head("ref: refs/heads/feat/x\n"), Some(Some(b.clone())));
+        fs::write(
+            common.join("packed-refs"),
+            format!("# pack-refs with: peeled fully-peeled sorted \n{a} refs/heads/main\n{b} refs/heads/mainline\n"),
+        )
+        .unwrap();
+        assert_eq!(head("ref: refs/heads/main\n"), Some(Some(a.clone())));
+        assert_eq!(head("ref: refs/heads/mainline\n"), Some(Some(b.clone())));
+        assert_eq!(
+            head("ref: refs/heads/ain\n"),
+            Some(None),
+            "a suffix is not a name"
+        );
+        assert_eq!(head("ref: refs/heads/unborn\n"), Some(None));
+        // What the files cannot tell is left to git.
+        for text in [
+            "ref: refs/heads/../../x\n",
+            "ref: refs/tags/v1\n",
+            "ref: HEAD\n",
+            "garbage\n",
+            "AAAA\n",
+        ] {
+            assert_eq!(head(text), None, "{text}");
+        }
+        fs::write(common.join("refs/heads/sym"), "ref: refs/heads/main\n").unwrap();
+        assert_eq!(head("ref: refs/heads/sym\n"), None, "a symbolic branch");
+        fs::create_dir(common.join("reftable")).unwrap();
+        assert_eq!(head(&format!("{a}\n")), None, "the reftable backend");
+    }
 
     #[test]
     fn a_reason_names_lease_the_record_and_the_root_then_what_to_run() {

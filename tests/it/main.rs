@@ -14,6 +14,7 @@ mod adopt;
 mod adversarial;
 mod archive;
 mod config;
+mod durability;
 mod exec;
 mod faults;
 mod filters;
