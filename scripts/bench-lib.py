@@ -950,6 +950,10 @@ def results(run, meta):
     s = r.ratio("launch", "lease", "flock")
     add("launch", "`lease exec --adopt W -- true` (n=%d)" % r.n("launch", "lease"), ms(r.med("launch", "lease")),
         "`flock -s F true` %s" % ms(r.med("launch", "flock")), s, "<= 1.25x", None if s[0] is None else s[0] <= 1.25)
+    if r.n("launch", "before"):
+        s = r.ratio("launch", "before", "flock")
+        add("launch-before", "the same by `%s` (BENCH_BEFORE; n=%d)" % (meta.get("before_rev") or "?", r.n("launch", "before")),
+            ms(r.med("launch", "before")), "`flock -s F true` %s" % ms(r.med("launch", "flock")), s, "context", None)
     fl = r.mem.get("flock", {}).get("uss_kib")
     for k, what in (("adopt1", "1 record"), ("adopt10k", "%s records" % format(meta["nrec_l"], ","))):
         u = r.mem.get(k, {}).get("uss_kib")
@@ -961,6 +965,11 @@ def results(run, meta):
         add("shim-" + k, "`git rev-parse HEAD` through `shim/git`, descriptor %s (n=%d)" % (k, r.n("shim", k)),
             ms(r.med("shim", k)), "plain git %s" % ms(r.med("shim", "git")), s, "<= %.1fx" % t,
             None if s[0] is None else s[0] <= t)
+        b = "before" + k
+        if r.n("shim", b):
+            s = r.ratio("shim", b, "git")
+            add("shim-" + b, "the same by `%s`'s shim and binary (BENCH_BEFORE; n=%d)" % (meta.get("before_rev") or "?", r.n("shim", b)),
+                ms(r.med("shim", b)), "plain git %s" % ms(r.med("shim", "git")), s, "context", None)
     s = r.ratio("adoptscale", "k10", "one")
     add("adopt10k", "`exec --adopt` with %s records (n=%d)" % (format(meta["nrec_l"], ","), r.n("adoptscale", "k10")),
         ms(r.med("adoptscale", "k10")), "with 1 record %s" % ms(r.med("adoptscale", "one")), s, "<= 1.2x",
