@@ -66,6 +66,7 @@ mod create;
 mod exec;
 mod fast;
 mod generate;
+mod hint;
 mod hold;
 mod hook;
 mod join;
@@ -214,6 +215,36 @@ enum Cmd {
     Generate(generate::Args),
 }
 
+impl Cmd {
+    /// Returns true if the command was asked for JSON output (`--json`).
+    fn json(&self) -> bool {
+        match self {
+            Cmd::Exec(a) => a.json,
+            Cmd::Retire(a) => a.json,
+            Cmd::List(a) => a.json,
+            Cmd::Show(a) => a.json,
+            Cmd::Hold(a) => a.json,
+            Cmd::Release(a) => a.json,
+            Cmd::Reap(a) => a.json,
+            Cmd::Adopt(a) => a.json,
+            Cmd::Repair(a) => a.json,
+            Cmd::Join(a) => a.json,
+            Cmd::Restore(a) => a.json,
+            Cmd::Archives(a) => a.json,
+            Cmd::Archive { action } => match action {
+                archive::ArchiveCmd::Verify { json, .. }
+                | archive::ArchiveCmd::Drop { json, .. } => *json,
+            },
+            Cmd::Audit { action } => match action {
+                audit::AuditCmd::Verify { json } => *json,
+            },
+            Cmd::Config(a) => a.json,
+            Cmd::Metrics(a) => a.json,
+            Cmd::Generate(_) => false,
+        }
+    }
+}
+
 /// Returns the clap definition of the whole command line, for the man page
 /// and completions generators.
 pub fn command() -> clap::Command {
@@ -231,13 +262,24 @@ pub fn run() -> ExitCode {
         Err(e) => {
             let is_exec = subcommand_name().is_some_and(|a| a == "exec" || a == "join");
             let _ = e.print();
-            return match e.kind() {
+            if let Some(tip) = dash_dash_tip(&e) {
+                err!("tip: {tip}");
+            }
+            let code = match e.kind() {
                 clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => {
-                    ExitCode::SUCCESS
+                    return ExitCode::SUCCESS;
                 }
-                _ if is_exec => ExitCode::from(exit::EXEC_FAILED),
-                _ => ExitCode::from(exit::USAGE),
+                _ if is_exec => exit::EXEC_FAILED,
+                _ => exit::USAGE,
             };
+            if json_asked() {
+                // clap's first line (`error: unexpected argument '--x' found`).
+                let rendered = e.render().to_string();
+                let first = rendered.lines().next().unwrap_or_default();
+                let message = first.strip_prefix("error: ").unwrap_or(first);
+                print_error_json(is_exec, &usage_json(message, code));
+            }
+            return ExitCode::from(code);
         }
     };
     log::install(cli.verbose, cli.quiet, cli.log_format);
@@ -252,11 +294,15 @@ pub fn run() -> ExitCode {
             Ok(p) => crate::policy::install(p),
             Err(e) => {
                 print_error(&e);
-                return ExitCode::from(if is_exec {
+                let code = if is_exec {
                     exit::EXEC_FAILED
                 } else {
                     class_code(e.class())
-                });
+                };
+                if cli.command.json() {
+                    print_error_json(is_exec, &error_json(&e, code));
+                }
+                return ExitCode::from(code);
             }
         }
     }
@@ -269,6 +315,8 @@ pub fn run() -> ExitCode {
         } => progress::install(*json, cli.quiet),
         _ => {}
     }
+    let json = cli.command.json();
+    let finish = |r: Result<u8>| finish(r, json);
     match cli.command {
         Cmd::Exec(a) => exec::run(a),
         Cmd::Create(a) => create::run(a, cli.config.clone()),
@@ -337,14 +385,167 @@ pub(super) fn print_error(e: &Error) {
     }
 }
 
-fn finish(r: Result<u8>) -> ExitCode {
+/// Turns a command's result into its exit code; an error is printed on
+/// stderr, and under `--json` also as the one JSON document on stdout
+/// ([`error_json`]).
+fn finish(r: Result<u8>, json: bool) -> ExitCode {
     match r {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
             print_error(&e);
-            ExitCode::from(class_code(e.class()))
+            let code = class_code(e.class());
+            if json {
+                print_error_json(false, &error_json(&e, code));
+            }
+            ExitCode::from(code)
         }
     }
+}
+
+/// Returns the display form of record id `id` in human output: its first
+/// 8 hex digits, widened (for every id of this run alike) only as far as
+/// needed to tell apart two records of the state root that share them.
+pub(super) fn short_id(id: &str) -> &str {
+    static WIDTH: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    let w = *WIDTH.get_or_init(|| {
+        let ids = crate::paths::StateRoot::open_existing()
+            .ok()
+            .flatten()
+            .and_then(|r| crate::registry::Registry::new(r).ids().ok())
+            .unwrap_or_default();
+        id_width(ids)
+    });
+    &id[..w.min(id.len())]
+}
+
+/// The shortest width, at least 8, at which every id of `ids` differs from
+/// the others.
+fn id_width(mut ids: Vec<String>) -> usize {
+    ids.sort();
+    let common = ids
+        .windows(2)
+        .map(|w| {
+            w[0].bytes()
+                .zip(w[1].bytes())
+                .take_while(|(a, b)| a == b)
+                .count()
+        })
+        .max()
+        .unwrap_or(0);
+    (common + 1).clamp(8, 32)
+}
+
+/// For `lease exec make test` (a command given without `--`), the tip to
+/// put `--` before it, as the exact command line to run instead.
+fn dash_dash_tip(e: &clap::Error) -> Option<String> {
+    if e.kind() != clap::error::ErrorKind::UnknownArgument {
+        return None;
+    }
+    let args: Vec<String> = std::env::args_os()
+        .skip(1)
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let verb = args.iter().position(|a| a == "exec" || a == "join")?;
+    if args.iter().any(|a| a == "--") {
+        return None;
+    }
+    // The first word after the verb that is neither an option nor an
+    // option's value starts the command.
+    let mut i = verb + 1;
+    let takes_value = [
+        "--repo",
+        "--branch",
+        "--base",
+        "--adopt",
+        "--resume",
+        "--owner",
+        "--min-free",
+        "--rebuildable",
+        "--log-format",
+        "--config",
+    ];
+    while i < args.len() && args[i].starts_with('-') {
+        let a = &args[i];
+        i += if takes_value.contains(&a.as_str()) {
+            2
+        } else {
+            1
+        };
+    }
+    if i >= args.len() {
+        return None;
+    }
+    let mut fixed: Vec<String> = vec!["lease".into()];
+    fixed.extend(args[..i].iter().cloned());
+    fixed.push("--".into());
+    fixed.extend(args[i..].iter().cloned());
+    let line: Vec<String> = fixed.iter().map(|a| crate::plan::shell_quote(a)).collect();
+    Some(format!("put `--` before the command: `{}`", line.join(" ")))
+}
+
+/// Returns true if `--json` appears among the arguments before `--`: a
+/// command line clap refused still gets its JSON document.
+fn json_asked() -> bool {
+    std::env::args_os()
+        .skip(1)
+        .take_while(|a| a != "--")
+        .any(|a| a == "--json")
+}
+
+/// Prints a JSON error document: on stdout, or for `exec` and `join`
+/// (whose stdout is the command's) as one line on stderr.
+pub(super) fn print_error_json(on_stderr: bool, v: &serde_json::Value) {
+    if on_stderr {
+        err_raw!("{}", serde_json::to_string(v).expect("json serializes"));
+    } else {
+        out_raw!(
+            "{}",
+            serde_json::to_string_pretty(v).expect("json serializes")
+        );
+    }
+}
+
+/// The JSON document of a command that failed with `e` and exits `code`
+/// (docs/record.md "The --json contract"): `error.kind` names the variant
+/// (`io`, `git`, `usage`, `record`, `unsafe-dir`, `refused`), `error.path`
+/// the file or directory concerned when there is one, `error.reason` the
+/// reason code when the error stands for one, and `error.next` a command to
+/// run next.
+pub(super) fn error_json(e: &Error, code: u8) -> serde_json::Value {
+    let (kind, path) = match e {
+        Error::Io { path, .. } => ("io", Some(path.as_path())),
+        Error::Git { .. } => ("git", None),
+        Error::Usage(_) => ("usage", None),
+        Error::Record { path, .. } => ("record", Some(path.as_path())),
+        Error::UnsafeDir { path, .. } => ("unsafe-dir", Some(path.as_path())),
+        Error::Refused { .. } => ("refused", None),
+    };
+    let reason = e.reason();
+    serde_json::json!({
+        "exit": code,
+        "error": {
+            "kind": kind,
+            "message": e.to_string(),
+            "path": path.map(|p| p.to_string_lossy()),
+            "reason": reason.map(|r| r.code()),
+            "next": hint::for_error(e),
+        }
+    })
+}
+
+/// The JSON document of a usage error found before any command ran (a
+/// command line clap refused).
+fn usage_json(message: &str, code: u8) -> serde_json::Value {
+    serde_json::json!({
+        "exit": code,
+        "error": {
+            "kind": "usage",
+            "message": message,
+            "path": null,
+            "reason": null,
+            "next": null,
+        }
+    })
 }
 
 /// The flags of `cmd` that feed config (the last layer of the policy).

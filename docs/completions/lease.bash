@@ -1295,7 +1295,7 @@ _lease() {
             return 0
             ;;
         lease__subcmd__join)
-            opts="-v -q -h --verbose --quiet --log-format --config --help"
+            opts="-v -q -h --json --verbose --quiet --log-format --config --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1381,7 +1381,7 @@ _lease() {
             return 0
             ;;
         lease__subcmd__metrics)
-            opts="-v -q -h --out --verbose --quiet --log-format --config --help"
+            opts="-v -q -h --out --json --verbose --quiet --log-format --config --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

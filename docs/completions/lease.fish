@@ -66,7 +66,7 @@ complete -c lease -n "__fish_lease_using_subcommand exec" -l config -d 'Config f
 complete -c lease -n "__fish_lease_using_subcommand exec" -l keep -d 'Keep the worktree after the command exits (record it `retained`)'
 complete -c lease -n "__fish_lease_using_subcommand exec" -l reap-if-low -d 'Below the watermark, run a safe reap (as `lease reap --apply`, not waiting for another reaper), then check again'
 complete -c lease -n "__fish_lease_using_subcommand exec" -l allow-temp-root -d 'Allow a worktree root under /tmp, /var/tmp or $TMPDIR (unless a config layer says false)'
-complete -c lease -n "__fish_lease_using_subcommand exec" -l json -d 'Print the after-exit retire disposition as JSON on stderr'
+complete -c lease -n "__fish_lease_using_subcommand exec" -l json -d 'Report lease\'s own part (errors, notes, the after-exit retire) as JSON lines on stderr; stdout stays the command\'s'
 complete -c lease -n "__fish_lease_using_subcommand exec" -s v -l verbose -d 'Log more to stderr (-v info, -vv debug, -vvv trace; default warn)'
 complete -c lease -n "__fish_lease_using_subcommand exec" -s q -l quiet -d 'Log less to stderr (-q errors only, -qq nothing)'
 complete -c lease -n "__fish_lease_using_subcommand exec" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -171,6 +171,7 @@ complete -c lease -n "__fish_lease_using_subcommand repair" -s h -l help -d 'Pri
 complete -c lease -n "__fish_lease_using_subcommand join" -l log-format -d 'Log line format on stderr (RUST_LOG, when set, chooses what is logged)' -r -f -a "text\t'Human-readable lines'
 json\t'One JSON object per line, for machines'"
 complete -c lease -n "__fish_lease_using_subcommand join" -l config -d 'Config file read after the system and user files (also $LEASE_CONFIG)' -r -F
+complete -c lease -n "__fish_lease_using_subcommand join" -l json -d 'Report lease\'s own errors as JSON lines on stderr (stdout is the command\'s)'
 complete -c lease -n "__fish_lease_using_subcommand join" -s v -l verbose -d 'Log more to stderr (-v info, -vv debug, -vvv trace; default warn)'
 complete -c lease -n "__fish_lease_using_subcommand join" -s q -l quiet -d 'Log less to stderr (-q errors only, -qq nothing)'
 complete -c lease -n "__fish_lease_using_subcommand join" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -247,6 +248,7 @@ complete -c lease -n "__fish_lease_using_subcommand metrics" -l out -d 'Write to
 complete -c lease -n "__fish_lease_using_subcommand metrics" -l log-format -d 'Log line format on stderr (RUST_LOG, when set, chooses what is logged)' -r -f -a "text\t'Human-readable lines'
 json\t'One JSON object per line, for machines'"
 complete -c lease -n "__fish_lease_using_subcommand metrics" -l config -d 'Config file read after the system and user files (also $LEASE_CONFIG)' -r -F
+complete -c lease -n "__fish_lease_using_subcommand metrics" -l json -d 'Print the counts as one JSON object instead (with --out: write the text format there and print what was written)'
 complete -c lease -n "__fish_lease_using_subcommand metrics" -s v -l verbose -d 'Log more to stderr (-v info, -vv debug, -vvv trace; default warn)'
 complete -c lease -n "__fish_lease_using_subcommand metrics" -s q -l quiet -d 'Log less to stderr (-q errors only, -qq nothing)'
 complete -c lease -n "__fish_lease_using_subcommand metrics" -s h -l help -d 'Print help (see more with \'--help\')'

@@ -8,7 +8,7 @@ use crate::error::Result;
 pub(super) enum ArchiveCmd {
     /// Re-verify an archive (sha256, unbundle with fsck): exit 0 or 1.
     Verify {
-        /// Record id or unique prefix.
+        /// Record id, unique prefix of 8+ hex digits, or worktree top directory.
         id: String,
         /// Print JSON.
         #[arg(long)]
@@ -21,7 +21,7 @@ pub(super) enum ArchiveCmd {
     /// Archival refs on the remote are deleted too, with a push guarded by
     /// their recorded commits.
     Drop {
-        /// Record id or unique prefix.
+        /// Record id, unique prefix of 8+ hex digits, or worktree top directory.
         id: String,
         /// Drop it even though some commits exist nowhere else (written to the audit log).
         #[arg(long)]
@@ -33,7 +33,7 @@ pub(super) enum ArchiveCmd {
 }
 
 pub(super) fn verify(id: &str, json: bool) -> Result<u8> {
-    let rec = crate::restore::verify(id)?;
+    let rec = crate::restore::verify(&super::target::id_or_path(id)?)?;
     let a = rec.archive.as_ref();
     if json {
         out_raw!(
@@ -48,7 +48,7 @@ pub(super) fn verify(id: &str, json: bool) -> Result<u8> {
     } else {
         out!(
             "archive of {} verified: `{}`",
-            &rec.id[..12.min(rec.id.len())],
+            super::short_id(&rec.id),
             a.map(|a| a.location.as_str()).unwrap_or("-")
         );
     }
@@ -56,7 +56,7 @@ pub(super) fn verify(id: &str, json: bool) -> Result<u8> {
 }
 
 pub(super) fn drop(id: &str, unreachable_ok: bool, json: bool) -> Result<u8> {
-    let r = crate::restore::drop(id, unreachable_ok)?;
+    let r = crate::restore::drop(&super::target::id_or_path(id)?, unreachable_ok)?;
     if json {
         out_raw!(
             "{}",
@@ -66,7 +66,7 @@ pub(super) fn drop(id: &str, unreachable_ok: bool, json: bool) -> Result<u8> {
         out!(
             "dropped the {} archive of {} (`{}`, {} tip(s))",
             r.kind,
-            &r.id[..12.min(r.id.len())],
+            super::short_id(&r.id),
             r.location,
             r.tips.len()
         );

@@ -33,8 +33,8 @@ pub(super) fn archives(json: bool) -> Result<u8> {
     for a in &list {
         out!(
             "{:<12}  {:<12}  {:>7}  {:>8}  {:>8}  {}",
-            &a.id[..12.min(a.id.len())],
-            &a.tip[..12.min(a.tip.len())],
+            super::short_id(&a.id),
+            super::short_id(&a.tip),
             a.commits,
             match (a.size, a.kind.as_str()) {
                 (Some(s), _) => s.to_string(),

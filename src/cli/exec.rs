@@ -44,7 +44,7 @@ pub(super) struct Args {
     /// Output path (relative to the worktree top) that may be deleted: ignored files there do not hold the after-exit retire (intersected with config).
     #[arg(long, value_name = "PATH")]
     pub(super) rebuildable: Vec<String>,
-    /// Print the after-exit retire disposition as JSON on stderr.
+    /// Report lease's own part (errors, notes, the after-exit retire) as JSON lines on stderr; stdout stays the command's.
     #[arg(long)]
     pub(super) json: bool,
     /// The command and its arguments.
@@ -96,21 +96,34 @@ pub(super) fn flag_layer(a: &Args) -> crate::policy::Layer {
     }
 }
 
+/// Runs the launcher and reports lease's own part on stderr: prose lines
+/// prefixed `lease:`, or with `--json` one JSON object per line, each with
+/// a `lease` key saying what it is (`error`, `note`, `retire`; see
+/// docs/record.md "exec and join"), so stdout stays the command's.
 pub(super) fn exec(req: Result<ExecRequest>, json: bool) -> ExitCode {
     let result = req.and_then(crate::launcher::exec);
     let res = match result {
         Ok(r) => r,
         Err(e) => {
-            print_error(&e);
+            report_error(&e, json);
             return ExitCode::from(exit::EXEC_FAILED);
         }
     };
     for n in &res.notes {
-        err!("{n}");
+        if json {
+            err_raw!(
+                "{}",
+                serde_json::json!({"lease": "note", "message": n.strip_prefix("lease: ").unwrap_or(n)})
+            );
+        } else {
+            err!("{n}");
+        }
     }
     if let Some(t) = &res.retire {
         if json {
-            err_raw!("{}", serde_json::to_string(t).expect("a report serializes"));
+            let mut v = serde_json::to_value(t).expect("a report serializes");
+            v["lease"] = serde_json::json!("retire");
+            err_raw!("{v}");
         } else {
             for line in render_target(t) {
                 err!("lease: {line}");
@@ -123,5 +136,17 @@ pub(super) fn exec(req: Result<ExecRequest>, json: bool) -> ExitCode {
             crate::os::process::die_of(s);
             ExitCode::from(u8::try_from(128 + s).unwrap_or(exit::EXEC_FAILED))
         }
+    }
+}
+
+/// Reports an error of `exec` or `join` before the command ran (exit 125):
+/// prose on stderr, or one JSON line there (`{"lease": "error", ...}`).
+pub(super) fn report_error(e: &crate::error::Error, json: bool) {
+    if json {
+        let mut v = super::error_json(e, exit::EXEC_FAILED);
+        v["lease"] = serde_json::json!("error");
+        super::print_error_json(true, &v);
+    } else {
+        print_error(e);
     }
 }

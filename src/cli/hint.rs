@@ -135,7 +135,10 @@ pub(super) fn next(reason: HoldReason, s: &Subject<'_>) -> String {
         OpInProgress => git_c("status"),
         Submodule => git_c("submodule status --recursive"),
         NestedRepo | SpecialFile | MountInside | Uninventoriable | NotWritable | PathEscape => {
-            format!("lease retire --dry-run --json {}", id.as_deref().unwrap_or("--all"))
+            format!(
+                "lease retire --dry-run --json {}",
+                id.as_deref().unwrap_or("--all")
+            )
         }
         UniqueCommitsUnarchived | ArchiveUnverified | ArchiveInsideTree => {
             format!("lease config --show && {retire}")
@@ -160,8 +163,13 @@ pub(super) fn next(reason: HoldReason, s: &Subject<'_>) -> String {
             Some(i) => format!("lease restore {i} --again"),
             None => "lease archives".into(),
         },
-        ArchiveUnreachable | ArchivePushFailed => match &id {
-            Some(i) => format!("lease archive verify {i}"),
+        // Bring the commits back into a worktree, to push or merge them.
+        ArchiveUnreachable => match &id {
+            Some(i) => format!("lease restore {i}"),
+            None => "lease archives".into(),
+        },
+        ArchivePushFailed => match &id {
+            Some(i) => format!("lease retire --archive bundle {i}"),
             None => "lease archives".into(),
         },
         BranchUnproven | BranchCheckedOut => git_c("worktree list"),
@@ -212,10 +220,14 @@ pub(super) fn for_error(e: &Error) -> Option<String> {
         }
         _ => None,
     };
+    let named = super::target::named();
     Some(next(
         reason,
         &Subject {
-            path: path.as_deref(),
+            id: named.as_ref().and_then(|(id, _)| id.as_deref()),
+            path: path
+                .as_deref()
+                .or(named.as_ref().and_then(|(_, p)| p.as_deref())),
             ..Default::default()
         },
     ))
@@ -232,7 +244,13 @@ mod tests {
     fn every_reason_has_a_runnable_next_with_the_real_target() {
         let docs = include_str!("../../docs/reason-codes.md");
         let id = "0123abcd".repeat(4);
-        let path = "/srv/w t/wt-1";
+        let dir = tempfile::Builder::new()
+            .prefix("w t")
+            .tempdir()
+            .expect("a temp dir");
+        let path = dir.path().to_str().expect("a UTF-8 temp dir").to_string();
+        let quoted = quote(&path);
+        let path = path.as_str();
         for reason in all_reasons() {
             let code = reason.code();
             assert!(
@@ -252,8 +270,11 @@ mod tests {
                 assert!(!n.contains(placeholder), "{code}: placeholder in `{n}`");
             }
             assert!(
-                n.contains("0123abcd") || n.contains("'/srv/w t/wt-1'") || n.contains("4242")
-                    || n.starts_with("lease config") || n.starts_with("lease archives"),
+                n.contains("0123abcd")
+                    || n.contains(&quoted)
+                    || n.contains("4242")
+                    || n.starts_with("lease config")
+                    || n.starts_with("lease archives"),
                 "{code}: `{n}` names neither the id, the path nor the pid"
             );
         }
@@ -261,7 +282,6 @@ mod tests {
 
     #[test]
     fn situations_pick_the_right_command() {
-        let detail: Vec<String> = vec![];
         let s = |p: &'static str| Subject {
             id: Some("0123abcd0123abcd0123abcd0123abcd"),
             path: Some(p),
@@ -269,7 +289,10 @@ mod tests {
         };
         // A deleted directory: repair, whatever gate noticed.
         let gone = "/nonexistent/lease-hint-test/wt";
-        assert_eq!(next(HoldReason::PathIdentity, &s(gone)), format!("lease repair {gone}"));
+        assert_eq!(
+            next(HoldReason::PathIdentity, &s(gone)),
+            format!("lease repair {gone}")
+        );
         // Retained: release first, then retire, with the real id.
         assert_eq!(
             next(HoldReason::Retained, &s("/")),
@@ -287,10 +310,9 @@ mod tests {
         assert_eq!(n, "ps -o pid,user,etime,args -p 17,18");
         // From inside: the exact command to run from the parent.
         assert_eq!(
-            next(HoldReason::CwdInsideTarget, &s("/srv/wt")),
-            "cd /srv && lease retire 0123abcd"
+            next(HoldReason::CwdInsideTarget, &s("/tmp")),
+            "cd / && lease retire 0123abcd"
         );
-        let _ = detail;
     }
 
     fn all_reasons() -> Vec<HoldReason> {

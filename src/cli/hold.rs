@@ -8,7 +8,7 @@ use crate::registry::{Owner, Registry};
 /// The arguments of `lease hold`.
 #[derive(Debug, clap::Args)]
 pub(super) struct Args {
-    /// Record id or unique prefix.
+    /// Record id, unique prefix of 8+ hex digits, or worktree top directory.
     pub(super) id: String,
     /// Why it is kept.
     #[arg(long, value_name = "R")]
@@ -51,15 +51,16 @@ pub(super) fn hold(
     until: Option<&str>,
     json: bool,
 ) -> Result<u8> {
+    let reg = root_for_record(id)?;
+    let id = super::target::resolve_id(&reg, id)?;
     let req = crate::hold::HoldRequest {
-        id: id.to_string(),
+        id: id.clone(),
         reason,
         owner: owner.map(Owner::parse).transpose()?,
         until: until
             .map(|u| crate::hold::parse_until(u, std::time::SystemTime::now()))
             .transpose()?,
     };
-    let reg = root_for_record(id)?;
     let r = crate::hold::hold(&reg, &req)?;
     print_hold(&r, json);
     Ok(exit::OK)
@@ -80,7 +81,7 @@ pub(super) fn print_hold(r: &crate::hold::HoldReport, json: bool) {
 
 fn render_hold(r: &crate::hold::HoldReport) -> Vec<String> {
     let what = r.worktree.as_deref().unwrap_or("-");
-    let id = &r.id[..12.min(r.id.len())];
+    let id = super::short_id(&r.id);
     let states = if r.from == r.state {
         r.state.name().to_string()
     } else {

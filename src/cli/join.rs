@@ -1,7 +1,6 @@
 //! `lease join`: take the lease named by `LEASE_*` again and become the command.
 
 use super::exit;
-use super::print_error;
 use std::ffi::OsString;
 use std::process::ExitCode;
 
@@ -11,30 +10,51 @@ pub(super) struct Args {
     /// The command and its arguments.
     #[arg(last = true, required = true, value_name = "CMD")]
     pub(super) command: Vec<std::ffi::OsString>,
+    /// Report lease's own errors as JSON lines on stderr (stdout is the command's).
+    #[arg(long)]
+    pub(super) json: bool,
 }
 
 /// Runs `lease join`.
 pub(super) fn run(a: Args) -> ExitCode {
-    join(a.command)
+    join(a.command, a.json)
 }
 
 /// Runs `lease join`: on success this process becomes the command and never
 /// returns here.
-pub(super) fn join(command: Vec<OsString>) -> ExitCode {
+pub(super) fn join(command: Vec<OsString>, json: bool) -> ExitCode {
     use crate::launcher::join::{Ticket, join};
     let joined = match Ticket::from_env().and_then(|t| join(&t, command)) {
         Ok(j) => j,
         Err(e) => {
-            print_error(&e);
+            super::exec::report_error(&e, json);
             return ExitCode::from(exit::EXEC_FAILED);
         }
     };
     let program = joined.program().to_string_lossy().into_owned();
     let e = joined.exec();
-    err!("lease: cannot run `{program}`: {e}");
-    ExitCode::from(if e.kind() == std::io::ErrorKind::NotFound {
+    let code = if e.kind() == std::io::ErrorKind::NotFound {
         exit::NOT_FOUND
     } else {
         exit::NOT_EXECUTABLE
-    })
+    };
+    if json {
+        err_raw!(
+            "{}",
+            serde_json::json!({
+                "lease": "error",
+                "exit": code,
+                "error": {
+                    "kind": "io",
+                    "message": format!("cannot run `{program}`: {e}"),
+                    "path": program,
+                    "reason": null,
+                    "next": null,
+                }
+            })
+        );
+    } else {
+        err!("lease: cannot run `{program}`: {e}");
+    }
+    ExitCode::from(code)
 }

@@ -141,7 +141,7 @@ pub(super) fn list(json: bool) -> Result<u8> {
                 };
                 out!(
                     "{:<12}  {:<11}  {:<7}  {:<8}  {:<20}  {:<20}  {}",
-                    &r.id[..12],
+                    super::short_id(&r.id),
                     r.state.name(),
                     match r.origin {
                         crate::registry::Origin::Created => "created",
@@ -164,7 +164,7 @@ pub(super) fn list(json: bool) -> Result<u8> {
             Loaded::Bad { id, problem, .. } => {
                 out!(
                     "{:<12}  {:<11}  {problem}",
-                    &id[..12.min(id.len())],
+                    super::short_id(id),
                     "unreadable"
                 );
             }

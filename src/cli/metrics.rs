@@ -13,22 +13,29 @@ pub(super) struct Args {
     /// Write to FILE atomically (a temp file in its directory, then rename) instead of stdout.
     #[arg(long, value_name = "FILE")]
     pub(super) out: Option<std::path::PathBuf>,
+    /// Print the counts as one JSON object instead (with --out: write the text format there and print what was written).
+    #[arg(long)]
+    pub(super) json: bool,
 }
 
 /// Runs `lease metrics`.
 pub(super) fn run(a: Args) -> Result<u8> {
-    metrics(a.out.as_deref())
+    metrics(a.out.as_deref(), a.json)
 }
 
 /// Prints the metrics, or writes them to `out` atomically with mode 0644 so
 /// node_exporter (often another user) can read them. Creates no state root.
-pub(super) fn metrics(out: Option<&Path>) -> Result<u8> {
+pub(super) fn metrics(out: Option<&Path>, json: bool) -> Result<u8> {
     let snapshot = match StateRoot::open_existing()? {
         Some(root) => crate::metrics::gather(&Registry::new(root))?,
         None => crate::metrics::empty(),
     };
     let text = crate::metrics::render(&snapshot);
     match out {
+        None if json => out_raw!(
+            "{}",
+            serde_json::to_string_pretty(&snapshot_json(&snapshot)).expect("json serializes")
+        ),
         None => {
             use std::io::Write as _;
             let _ = std::io::stdout().lock().write_all(text.as_bytes());
@@ -39,7 +46,30 @@ pub(super) fn metrics(out: Option<&Path>) -> Result<u8> {
             let path = std::path::absolute(path)
                 .map_err(|e| Error::Usage(format!("cannot resolve `{}`: {e}", path.display())))?;
             crate::paths::write_atomic_mode(&path, text.as_bytes(), 0o644)?;
+            if json {
+                out_raw!(
+                    "{}",
+                    serde_json::json!({"written": path.to_string_lossy(), "bytes": text.len()})
+                );
+            }
         }
     }
     Ok(exit::OK)
+}
+
+/// The counts of `s` as JSON: `records` by state name, `unreadable`,
+/// `archives`, `archive_bytes`, `reclaimed_bytes` (bytes).
+fn snapshot_json(s: &crate::metrics::Snapshot) -> serde_json::Value {
+    let records: serde_json::Map<String, serde_json::Value> = crate::registry::State::ALL
+        .iter()
+        .zip(s.records)
+        .map(|(st, n)| (st.name().to_string(), serde_json::json!(n)))
+        .collect();
+    serde_json::json!({
+        "records": records,
+        "unreadable": s.unreadable,
+        "archives": s.archives,
+        "archive_bytes": s.archive_bytes,
+        "reclaimed_bytes": s.reclaimed_bytes,
+    })
 }

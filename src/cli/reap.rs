@@ -89,7 +89,7 @@ fn render_reap(r: &crate::reap::ReapReport) -> Vec<String> {
     }
     for i in &r.items {
         let what = i.worktree.as_deref().unwrap_or("-");
-        let id = &i.id[..12.min(i.id.len())];
+        let id = super::short_id(&i.id);
         let word = match i.disposition {
             ReapDisposition::Removed => "removed",
             ReapDisposition::WouldRemove => "would remove",

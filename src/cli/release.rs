@@ -7,7 +7,7 @@ use crate::error::Result;
 /// The arguments of `lease release`.
 #[derive(Debug, clap::Args)]
 pub(super) struct Args {
-    /// Record id or unique prefix.
+    /// Record id, unique prefix of 8+ hex digits, or worktree top directory.
     pub(super) id: String,
     /// Print JSON.
     #[arg(long)]
@@ -21,7 +21,8 @@ pub(super) fn run(a: Args) -> Result<u8> {
 
 pub(super) fn release(id: &str, json: bool) -> Result<u8> {
     let reg = root_for_record(id)?;
-    let r = crate::hold::release(&reg, id)?;
+    let id = super::target::resolve_id(&reg, id)?;
+    let r = crate::hold::release(&reg, &id)?;
     print_hold(&r, json);
     Ok(exit::OK)
 }

@@ -63,7 +63,7 @@ pub(super) fn repair(path: &Path, dry_run: bool, json: bool) -> Result<u8> {
             .plan
             .record
             .as_deref()
-            .map(|i| format!(" (record {})", &i[..12.min(i.len())]))
+            .map(|i| format!(" (record {})", super::short_id(i)))
             .unwrap_or_default();
         match report.disposition {
             Disposition::Removed => {

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 /// The arguments of `lease restore`.
 #[derive(Debug, clap::Args)]
 pub(super) struct Args {
-    /// Record id (or unique prefix) of the retired worktree.
+    /// Record id (or unique prefix of 8+ hex digits) or the worktree path of the retired worktree.
     pub(super) id: String,
     /// Where to create the worktree (must not exist).
     #[arg(long, value_name = "PATH")]
@@ -37,7 +37,7 @@ pub(super) fn restore(
     json: bool,
 ) -> Result<u8> {
     let r = crate::restore::restore(&RestoreRequest {
-        id,
+        id: super::target::id_or_path(&id)?,
         to,
         branch,
         again,
@@ -50,11 +50,11 @@ pub(super) fn restore(
     } else {
         out!(
             "restored {} into `{}` on branch `{}` at {} (new record {})",
-            &r.from[..12.min(r.from.len())],
+            super::short_id(&r.from),
             r.worktree,
             r.branch,
             r.head,
-            &r.id[..12.min(r.id.len())]
+            super::short_id(&r.id)
         );
     }
     Ok(exit::OK)

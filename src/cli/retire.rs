@@ -1,7 +1,7 @@
 //! `lease retire`: targets, the report's rendering and the exit status of each target.
 
 use super::exit;
-use super::target::resolve_target;
+use super::target::{self, Target};
 use crate::error::{Error, Result};
 use crate::git::Git;
 use crate::paths::StateRoot;
@@ -134,7 +134,10 @@ pub(super) fn retire(
         }
     } else {
         for t in targets {
-            let target = resolve_target(&engine, t)?;
+            let target = match target::resolve(engine.registry(), t)? {
+                Target::Id(id) => Ok(id),
+                Target::Unrecorded { path, main } => Err(unrecorded(t, &path, main)),
+            };
             let dup =
                 matches!(&target, Ok(id) if ids.iter().any(|i| i.as_ref().is_ok_and(|x| x == id)));
             if !dup {
@@ -144,9 +147,13 @@ pub(super) fn retire(
     }
     let reports: Vec<TargetReport> = ids
         .into_iter()
-        .map(|r| match r {
-            Ok(id) => engine.retire(&id),
-            Err(t) => t,
+        .map(|r| {
+            let mut t = match r {
+                Ok(id) => engine.retire(&id),
+                Err(t) => t,
+            };
+            super::hint::fill_target(&mut t);
+            t
         })
         .collect();
     let code = reports.iter().map(target_code).max().unwrap_or(exit::OK);
@@ -186,10 +193,7 @@ pub(super) fn target_code(t: &TargetReport) -> u8 {
 
 pub(super) fn render_target(t: &TargetReport) -> Vec<String> {
     let what = t.worktree.clone().unwrap_or_default();
-    let id =
-        t.id.as_deref()
-            .map(|i| &i[..12.min(i.len())])
-            .unwrap_or("-");
+    let id = t.id.as_deref().map(super::short_id).unwrap_or("-");
     let mut out = Vec::new();
     if let Some(e) = &t.error
         && t.worktree.is_none()
@@ -224,7 +228,10 @@ pub(super) fn render_target(t: &TargetReport) -> Vec<String> {
                             r.code(),
                             b.detail
                         ));
-                        out.push(format!("  hint: {}", r.next_action()));
+                        out.push(format!(
+                            "  hint: {}",
+                            super::hint::prose(r, t.id.as_deref(), t.worktree.as_deref())
+                        ));
                     }
                     (false, None) => out.push(format!("  branch `{}`: {}", b.name, b.detail)),
                 }
@@ -259,8 +266,14 @@ pub(super) fn render_target(t: &TargetReport) -> Vec<String> {
             if let Some(e) = &t.error {
                 out.push(format!("  error: {e}"));
             }
+            if let Some(r) = t.reasons.first() {
+                out.push(format!(
+                    "  hint: {}",
+                    super::hint::prose(*r, t.id.as_deref(), t.worktree.as_deref())
+                ));
+            }
             if let Some(n) = &t.next {
-                out.push(format!("  hint: {n}"));
+                out.push(format!("  next: {n}"));
             }
         }
     }
@@ -277,4 +290,32 @@ pub(super) fn render_target(t: &TargetReport) -> Vec<String> {
         ));
     }
     out
+}
+
+/// The held report of a target path that no record names: `not-recorded`,
+/// with `lease adopt` as the next step, for a linked worktree;
+/// `protected-path` for a repository's main worktree (which lease never
+/// records nor removes: `lease adopt` would refuse it), with a command
+/// listing the linked worktrees it may have meant.
+fn unrecorded(t: &str, path: &std::path::Path, main: bool) -> TargetReport {
+    let shown = path.to_string_lossy().into_owned();
+    let hold = if main {
+        crate::plan::Hold::new(
+            crate::plan::HoldReason::ProtectedPath,
+            format!("`{t}` is a repository's main worktree, which lease never records or removes"),
+        )
+    } else {
+        crate::plan::Hold::new(
+            crate::plan::HoldReason::NotRecorded,
+            format!("`{t}` has no lease record"),
+        )
+    };
+    let mut r = TargetReport::new(None, Some(shown.clone()), Disposition::Held).held(&[hold]);
+    if main {
+        r.next = Some(format!(
+            "git -C {} worktree list",
+            super::hint::quote(&shown)
+        ));
+    }
+    r
 }

@@ -9,7 +9,7 @@ use crate::registry::{Registry, State};
 /// The arguments of `lease show`.
 #[derive(Debug, clap::Args)]
 pub(super) struct Args {
-    /// Record id or unique prefix.
+    /// Record id, unique prefix of 8+ hex digits, or worktree top directory.
     pub(super) id: String,
     /// Print JSON.
     #[arg(long)]
@@ -26,7 +26,7 @@ pub(super) fn show(id: &str, json: bool) -> Result<u8> {
         return Err(Error::Usage(format!("no record matches `{id}`")));
     };
     let reg = Registry::new(root);
-    let id = reg.resolve(id)?;
+    let id = super::target::resolve_id(&reg, id)?;
     let r = reg.get(&id)?;
     let ids: Vec<(u64, u64)> = r.lease.iter().map(|l| l.id()).collect();
     let seen = SeenLeases::of(&reg, &ids).of_record(&r);

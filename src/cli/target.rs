@@ -1,65 +1,206 @@
-//! Naming a target: a record id, a unique prefix, or a worktree path.
+//! Naming a target, the same way for every command that takes a record:
+//! a record id, a unique prefix of 8 or more hex digits, or a worktree path
+//! in any spelling that resolves to its top directory (SPEC "Commands").
+//!
+//! A path is resolved by the kernel (`realpath(3)`, which follows symlinks
+//! and `..` physically) only to *find* the record: what lease then acts on
+//! is the record's own canonical path, which the retire gates re-resolve
+//! without following symlinks (gate 2). A spelling can therefore pick a
+//! record, never widen what is removed.
+
+use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
-use crate::plan::Disposition;
-use crate::report::TargetReport;
-use crate::retire::Engine;
-use std::path::PathBuf;
+use crate::registry::{Loaded, Registry, State};
 
-/// Maps a target name to a record id; an unrecorded worktree is a held target.
-pub(super) fn resolve_target(engine: &Engine, t: &str) -> Result<Result<String, TargetReport>> {
-    let looks_like_id = t.len() >= 8
-        && t.bytes().all(|b| b.is_ascii_hexdigit())
-        && !std::path::Path::new(t).exists();
-    if looks_like_id {
-        return engine.registry().resolve(t).map(Ok);
-    }
-    crate::paths::refuse_newline("worktree", std::path::Path::new(t))?;
-    let cwd = std::env::current_dir()
-        .map_err(|e| Error::Usage(format!("cannot read the current directory: {e}")))?;
-    let Some(absolute) = lexical_absolute(&cwd, t) else {
-        return Err(Error::Usage(format!(
-            "`{t}` is not a normal path (`.` or `..` after a name, or `//`); name the worktree's top directory"
-        )));
-    };
-    let path = PathBuf::from(t);
-    if path.exists() && std::fs::canonicalize(&path).ok().as_deref() != Some(absolute.as_path()) {
-        return Err(Error::Usage(format!(
-            "`{t}` is reached through a symlink; name the worktree's physical top directory"
-        )));
-    }
-    if !path.exists() {
-        return Err(Error::Usage(format!(
-            "`{t}` is neither a record id nor an existing path"
-        )));
-    }
-    match engine.find_by_path(&path)? {
-        Some(id) => Ok(Ok(id)),
-        None => {
-            let hold = crate::plan::Hold::new(
-                crate::plan::HoldReason::NotRecorded,
-                format!("`{t}` has no lease record"),
-            );
-            Ok(Err(TargetReport::new(
-                None,
-                Some(t.to_string()),
-                Disposition::Held,
-            )
-            .held(&[hold])))
-        }
+/// What a target names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Target {
+    /// A record, by its full id.
+    Id(String),
+    /// An existing directory that is the top of no recorded worktree: its
+    /// canonical path, and whether it is a repository's main worktree
+    /// (`.git` is a directory there), which no lease command takes.
+    Unrecorded {
+        /// The canonical path.
+        path: PathBuf,
+        /// True for a main worktree.
+        main: bool,
+    },
+}
+
+/// The record id and worktree path the command's target resolved to (the
+/// last one resolved), for the `next` of an error that ends the command.
+static NAMED: std::sync::Mutex<Option<(Option<String>, Option<String>)>> =
+    std::sync::Mutex::new(None);
+
+/// Returns what [`resolve`] last resolved: (record id, worktree path).
+pub(super) fn named() -> Option<(Option<String>, Option<String>)> {
+    NAMED.lock().ok().and_then(|n| n.clone())
+}
+
+fn remember(id: Option<&str>, path: Option<&Path>) {
+    if let Ok(mut n) = NAMED.lock() {
+        *n = Some((
+            id.map(str::to_string),
+            path.map(|p| p.to_string_lossy().into_owned()),
+        ));
     }
 }
 
-/// Returns true if `t` has no `.`, `..` or empty component (a single
-/// trailing `/` is allowed): paths are resolved physically, never by lexical
-/// normalization followed by acting on the result.
+/// Returns true if `t` reads as a record id or prefix rather than a path:
+/// 8 to 32 hex digits and no file of that name in the current directory.
+pub(super) fn looks_like_id(t: &str) -> bool {
+    (8..=32).contains(&t.len())
+        && t.bytes().all(|b| b.is_ascii_hexdigit())
+        && std::fs::symlink_metadata(t).is_err()
+}
+
+/// Resolves `t` against `reg` (see the module doc).
+///
+/// # Errors
+/// A usage error (exit 2) for an unknown or ambiguous id, a path with a
+/// newline, a path that does not exist and names no record, or a path
+/// inside a worktree that is not its top directory.
+pub(super) fn resolve(reg: &Registry, t: &str) -> Result<Target> {
+    let found = resolve_quietly(reg, t)?;
+    match &found {
+        Target::Id(id) => {
+            let path = reg
+                .get(id)
+                .ok()
+                .and_then(|r| r.worktree.as_ref().map(|w| w.path()));
+            remember(Some(id), path.as_deref());
+        }
+        Target::Unrecorded { path, .. } => remember(None, Some(path)),
+    }
+    Ok(found)
+}
+
+fn resolve_quietly(reg: &Registry, t: &str) -> Result<Target> {
+    if looks_like_id(t) {
+        return reg.resolve(t).map(Target::Id);
+    }
+    crate::paths::refuse_newline("worktree", Path::new(t))?;
+    if t.is_empty() {
+        return Err(Error::Usage(
+            "an empty target names nothing; name a record id or a worktree's top directory".into(),
+        ));
+    }
+    // A directory that is gone (deleted by hand) can still name the
+    // record that recorded it, by its absolute spelling.
+    let Ok(canon) = std::fs::canonicalize(t) else {
+        let cwd = std::env::current_dir()
+            .map_err(|e| Error::Usage(format!("cannot read the current directory: {e}")))?;
+        if let Some(abs) = lexical_absolute(&cwd, t)
+            && let Some(id) = recorded_at(reg, &abs, true)?
+        {
+            return Ok(Target::Id(id));
+        }
+        return Err(Error::Usage(format!(
+            "`{t}` is neither a record id nor an existing path"
+        )));
+    };
+    if let Some(id) = recorded_at(reg, &canon, false)? {
+        return Ok(Target::Id(id));
+    }
+    if let Some(top) = enclosing_worktree(reg, &canon)? {
+        return Err(Error::Usage(format!(
+            "`{t}` is inside worktree `{}`; name its top directory or its id",
+            top.display()
+        )));
+    }
+    let dot_git = std::fs::symlink_metadata(canon.join(".git"));
+    if dot_git.is_err() {
+        return Err(Error::Usage(format!(
+            "`{t}` is not a worktree's top directory (it has no `.git`) and names no record"
+        )));
+    }
+    let main = dot_git.is_ok_and(|m| m.is_dir());
+    Ok(Target::Unrecorded { path: canon, main })
+}
+
+/// Resolves `t` to a record id: an unrecorded path is a usage error naming
+/// what to do (for commands that need a record: show, hold, release, ...).
+pub(super) fn resolve_id(reg: &Registry, t: &str) -> Result<String> {
+    match resolve(reg, t)? {
+        Target::Id(id) => Ok(id),
+        Target::Unrecorded { path, main: true } => Err(Error::Usage(format!(
+            "`{}` is a repository's main worktree, which lease never records",
+            path.display()
+        ))),
+        Target::Unrecorded { path, main: false } => Err(Error::Usage(format!(
+            "`{}` has no lease record (`lease adopt {}` records a linked worktree)",
+            path.display(),
+            super::hint::quote(&path.to_string_lossy())
+        ))),
+    }
+}
+
+/// Resolves `t` for a command whose library call resolves ids itself
+/// (restore, archive): an id or prefix is passed on as it is, a path is
+/// resolved to its record's full id here (a removed worktree's path too).
+pub(super) fn id_or_path(t: &str) -> Result<String> {
+    if looks_like_id(t) {
+        remember(Some(t), None);
+        return Ok(t.to_string());
+    }
+    let Some(root) = crate::paths::StateRoot::open_existing()? else {
+        return Err(Error::Usage(format!("no record matches `{t}`")));
+    };
+    resolve_id(&Registry::new(root), t)
+}
+
+/// The id of the record (not removed, unless `removed_too`) whose worktree
+/// path is exactly `path`; with `removed_too`, a live record wins over a
+/// removed one, and the newest removed one over older ones.
+fn recorded_at(reg: &Registry, path: &Path, removed_too: bool) -> Result<Option<String>> {
+    let mut removed: Option<(String, String)> = None;
+    for l in reg.scan()? {
+        let Loaded::Ok(r) = l else { continue };
+        let Some(w) = &r.worktree else { continue };
+        if w.path() != path {
+            continue;
+        }
+        if r.state != State::Removed {
+            return Ok(Some(r.id.clone()));
+        }
+        if removed_too
+            && removed
+                .as_ref()
+                .is_none_or(|(_, at)| r.created_at.as_str() > at.as_str())
+        {
+            removed = Some((r.id.clone(), r.created_at.clone()));
+        }
+    }
+    Ok(removed.map(|(id, _)| id))
+}
+
+/// The top directory of the recorded (not removed) worktree that strictly
+/// contains `path`, if any.
+fn enclosing_worktree(reg: &Registry, path: &Path) -> Result<Option<PathBuf>> {
+    for l in reg.scan()? {
+        let Loaded::Ok(r) = l else { continue };
+        if r.state == State::Removed {
+            continue;
+        }
+        if let Some(w) = &r.worktree {
+            let wp = w.path();
+            if path != wp && path.starts_with(&wp) {
+                return Ok(Some(wp));
+            }
+        }
+    }
+    Ok(None)
+}
+
 /// The absolute path `t` names from `cwd` (a physical directory, as
 /// getcwd(3) returns it), or `None` if `t` is not normal: leading `./` and
 /// `../` are resolved against `cwd` (no symlink can hide there), but a `.`
 /// or `..` after a name, or an empty component (`//`), is refused, since a
 /// symlinked name before `..` would make the lexical and physical paths
-/// differ.
-pub(super) fn lexical_absolute(cwd: &std::path::Path, t: &str) -> Option<PathBuf> {
+/// differ. Used only for a path that no longer exists.
+pub(super) fn lexical_absolute(cwd: &Path, t: &str) -> Option<PathBuf> {
     let t = t.strip_suffix('/').unwrap_or(t);
     let (mut out, body) = match t.strip_prefix('/') {
         Some(b) => (PathBuf::from("/"), b),
@@ -115,5 +256,14 @@ mod tests {
         ] {
             assert_eq!(lexical_absolute(cwd, bad), None, "{bad}");
         }
+    }
+
+    #[test]
+    fn ids_are_8_to_32_hex() {
+        assert!(looks_like_id("abcdef01"));
+        assert!(looks_like_id(&"a".repeat(32)));
+        assert!(!looks_like_id("abcdef0"));
+        assert!(!looks_like_id(&"a".repeat(33)));
+        assert!(!looks_like_id("abcdefgh"));
     }
 }

@@ -13,6 +13,7 @@ mod support;
 mod adopt;
 mod adversarial;
 mod archive;
+mod cli;
 mod config;
 mod durability;
 mod exec;
