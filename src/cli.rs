@@ -63,6 +63,7 @@ mod archives;
 mod audit;
 mod config;
 mod create;
+mod doctor;
 mod exec;
 mod fast;
 mod generate;
@@ -107,7 +108,7 @@ struct Cli {
     /// Log more to stderr (-v info, -vv debug, -vvv trace; default warn).
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     verbose: u8,
-    /// Log less to stderr (-q errors only, -qq nothing).
+    /// Quieter stderr: -q silences lease's reports there (exec's notes and after-exit report, progress) and logs errors only; -qq silences everything lease prints there. stdout is never silenced.
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     quiet: u8,
     /// Log line format on stderr (RUST_LOG, when set, chooses what is logged).
@@ -203,6 +204,12 @@ enum Cmd {
     /// $LEASE_CONFIG), the documented LEASE_* variables, then flags; safety
     /// settings join to the stricter value whatever the order.
     Config(config::Args),
+    /// Check this machine for lease: git, the state root, flock support, the
+    /// current repository's trusted remote, lease and its git shim on PATH.
+    ///
+    /// Each check says what it found and the command to run when something
+    /// is off. Reads only. Exit 0, or 3 when lease cannot work here.
+    Doctor(doctor::Args),
     /// Print Prometheus metrics of the state root (for node_exporter's textfile collector).
     Metrics(metrics::Args),
     /// Speak an agent host's hook contract (Claude Code's WorktreeCreate and WorktreeRemove).
@@ -220,6 +227,10 @@ impl Cmd {
     fn json(&self) -> bool {
         match self {
             Cmd::Exec(a) => a.json,
+            Cmd::Create(a) => a.json,
+            // The keeper's stdio is /dev/null; the hook speaks its host's
+            // contract (docs/guide.md), never lease's JSON document.
+            Cmd::Keeper(_) | Cmd::Hook(_) => false,
             Cmd::Retire(a) => a.json,
             Cmd::List(a) => a.json,
             Cmd::Show(a) => a.json,
@@ -239,6 +250,7 @@ impl Cmd {
                 audit::AuditCmd::Verify { json } => *json,
             },
             Cmd::Config(a) => a.json,
+            Cmd::Doctor(a) => a.json,
             Cmd::Metrics(a) => a.json,
             Cmd::Generate(_) => false,
         }
@@ -283,6 +295,7 @@ pub fn run() -> ExitCode {
         }
     };
     log::install(cli.verbose, cli.quiet, cli.log_format);
+    QUIET.store(cli.quiet, std::sync::atomic::Ordering::Relaxed);
     let is_exec = matches!(cli.command, Cmd::Exec(_));
     if !matches!(cli.command, Cmd::Join(_) | Cmd::Generate(_)) {
         let flags = flag_layer(&cli.command);
@@ -347,6 +360,7 @@ pub fn run() -> ExitCode {
             action: audit::AuditCmd::Verify { json },
         } => finish(audit::verify(json)),
         Cmd::Config(a) => finish(config::run(a)),
+        Cmd::Doctor(a) => finish(doctor::run(a)),
         Cmd::Metrics(a) => finish(metrics::run(a)),
         Cmd::Generate(a) => finish(generate::run(a)),
         Cmd::Hook(a) => hook::run(a, cli.config.clone()),
@@ -375,11 +389,27 @@ pub(super) fn class_code(c: Class) -> u8 {
     }
 }
 
+/// How many `-q` were given: 1 silences lease's reports on stderr (exec's
+/// notes and after-exit report, progress), 2 everything lease prints on
+/// stderr (errors too). stdout, a command's result, is never silenced.
+static QUIET: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+
+/// Returns the number of `-q` flags.
+pub(super) fn quiet() -> u8 {
+    QUIET.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 pub(super) fn print_error(e: &Error) {
+    if quiet() >= 2 {
+        return;
+    }
     match e.reason() {
         Some(r) => {
             err!("error: {e} [{}]", r.code());
             err!("hint: {}", r.next_action());
+            if let Some(n) = hint::for_error(e) {
+                err!("next: {n}");
+            }
         }
         None => err!("error: {e}"),
     }

@@ -715,6 +715,7 @@ impl Cmd {
             .collect::<Vec<_>>()
             .join(" ");
         tracing::debug!(git = %self.inner.get_program().to_string_lossy(), argv = ?self.shown, "running git");
+        let started = std::time::Instant::now();
         let mut child = self
             .inner
             .stderr(Stdio::piped())
@@ -734,7 +735,12 @@ impl Cmd {
         if let Some(f) = feeder {
             let _ = f.join();
         }
-        tracing::debug!(args = %args, code = ?out.status.code(), "git exited");
+        tracing::debug!(
+            args = %args,
+            code = ?out.status.code(),
+            ms = started.elapsed().as_millis(),
+            "git exited"
+        );
         Ok(Output {
             ok: out.status.success(),
             code: out.status.code(),

@@ -253,12 +253,12 @@ impl Engine {
         let mut report = TargetReport::new(Some(id.to_string()), wt, Disposition::Held);
         match self.run(rec, &mut report) {
             Ok(Ok(())) => {
-                tracing::debug!(id, disposition = ?report.disposition, "every gate passed");
+                tracing::info!(id, disposition = ?report.disposition, "every gate passed");
                 report
             }
             Ok(Err(holds)) => {
                 let codes: Vec<String> = holds.iter().map(|h| h.reason.code()).collect();
-                tracing::debug!(id, reasons = ?codes, dry_run = self.dry_run, "held by a gate");
+                tracing::info!(id, reasons = ?codes, dry_run = self.dry_run, "held by a gate");
                 if !self.dry_run
                     && let Err(e) = self.reg.record_hold(id, &holds)
                 {
@@ -272,7 +272,7 @@ impl Engine {
                 r
             }
             Err(e) => {
-                tracing::debug!(id, error = %e, "held: evidence could not be gathered");
+                tracing::info!(id, error = %e, "held: evidence could not be gathered");
                 let hold = Hold::new(e.reason().unwrap_or(HoldReason::Unprovable), e.to_string());
                 if !self.dry_run {
                     let _ = self.reg.record_hold(id, std::slice::from_ref(&hold));
@@ -322,7 +322,7 @@ impl Engine {
             Ok(h) => h,
             Err(holds) => return Ok(Err(holds)),
         };
-        tracing::debug!(id = %held.rec.id, "gates 1-3 passed: state, path and lease");
+        tracing::info!(id = %held.rec.id, "gates 1-3 passed: state, path and lease");
         report.filters = held.rg.trusted().to_vec();
         // Lease's own walk of the tree, under the lock: gate 4 judges
         // processes by the identities it reached, gate 5 by what it found.
@@ -345,7 +345,7 @@ impl Engine {
 
         // Gate 6: reachability.
         let reach = self.probe_reachability(&held)?;
-        tracing::debug!(id = %held.rec.id, unique_commits = reach.unique.len(), "gates 4-6 passed: processes, tree, reachability");
+        tracing::info!(id = %held.rec.id, unique_commits = reach.unique.len(), "gates 4-6 passed: processes, tree, reachability");
         report.unique_commits = reach.unique.len() as u64;
         if self.dry_run && !reach.unique.is_empty() && self.archive_mode.remote() {
             // Never promise a removal the push would not allow.

@@ -34,6 +34,9 @@ _lease() {
             lease,create)
                 cmd="lease__subcmd__create"
                 ;;
+            lease,doctor)
+                cmd="lease__subcmd__doctor"
+                ;;
             lease,exec)
                 cmd="lease__subcmd__exec"
                 ;;
@@ -126,6 +129,9 @@ _lease() {
                 ;;
             lease__subcmd__help,create)
                 cmd="lease__subcmd__help__subcmd__create"
+                ;;
+            lease__subcmd__help,doctor)
+                cmd="lease__subcmd__help__subcmd__doctor"
                 ;;
             lease__subcmd__help,exec)
                 cmd="lease__subcmd__help__subcmd__exec"
@@ -233,7 +239,7 @@ _lease() {
 
     case "${cmd}" in
         lease)
-            opts="-v -q -h -V --verbose --quiet --log-format --config --help --version exec create keeper retire list show hold release reap adopt repair join restore archives archive audit config metrics hook generate help"
+            opts="-v -q -h -V --verbose --quiet --log-format --config --help --version exec create keeper retire list show hold release reap adopt repair join restore archives archive audit config doctor metrics hook generate help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -574,6 +580,28 @@ _lease() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        lease__subcmd__doctor)
+            opts="-v -q -h --json --verbose --quiet --log-format --config --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         lease__subcmd__exec)
             opts="-v -q -h --repo --branch --base --adopt --resume --keep --owner --min-free --reap-if-low --allow-temp-root --rebuildable --json --verbose --quiet --log-format --config --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -655,7 +683,7 @@ _lease() {
             return 0
             ;;
         lease__subcmd__help)
-            opts="exec create keeper retire list show hold release reap adopt repair join restore archives archive audit config metrics hook generate help"
+            opts="exec create keeper retire list show hold release reap adopt repair join restore archives archive audit config doctor metrics hook generate help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -781,6 +809,20 @@ _lease() {
             return 0
             ;;
         lease__subcmd__help__subcmd__create)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        lease__subcmd__help__subcmd__doctor)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -1359,12 +1401,20 @@ _lease() {
             return 0
             ;;
         lease__subcmd__list)
-            opts="-v -q -h --json --verbose --quiet --log-format --config --help"
+            opts="-v -q -h --state --repo --all --bytes --json --verbose --quiet --log-format --config --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --state)
+                    COMPREPLY=($(compgen -W "planned active terminal retained interrupted retiring removed unreadable" -- "${cur}"))
+                    return 0
+                    ;;
+                --repo)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --log-format)
                     COMPREPLY=($(compgen -W "text json" -- "${cur}"))
                     return 0

@@ -37,7 +37,7 @@ pub(super) fn archives(json: bool) -> Result<u8> {
             super::short_id(&a.tip),
             a.commits,
             match (a.size, a.kind.as_str()) {
-                (Some(s), _) => s.to_string(),
+                (Some(s), _) => super::list::human_bytes(s),
                 (None, "remote") => "remote".to_string(),
                 (None, _) => "missing".to_string(),
             },

@@ -59,8 +59,8 @@ pub(super) struct KeeperArgs {
 
 /// `lease create`: stdout is exactly the worktree's path and a newline, or
 /// one JSON object with `--json`, printed only once the keeper holds the
-/// lease. On failure the reason goes to stderr, and with `--json` one
-/// object `{"error", "reason", "next"}` to stdout.
+/// lease. On failure the reason goes to stderr, and with `--json` the
+/// error document of docs/record.md ("The --json contract") to stdout.
 pub(super) fn run(a: Args, config: Option<PathBuf>) -> ExitCode {
     let Args {
         repo,
@@ -99,17 +99,12 @@ pub(super) fn run(a: Args, config: Option<PathBuf>) -> ExitCode {
         }
         Err(e) => {
             print_error(&e);
+            let code = super::class_code(e.class());
             if json {
-                out_raw!(
-                    "{}",
-                    serde_json::json!({
-                        "error": e.to_string(),
-                        "reason": e.reason().map(|r| r.code()),
-                        "next": e.reason().map(|r| r.next_action()),
-                    })
-                );
+                // The one error document of every command (docs/record.md).
+                super::print_error_json(false, &super::error_json(&e, code));
             }
-            ExitCode::from(super::class_code(e.class()))
+            ExitCode::from(code)
         }
     }
 }
@@ -161,6 +156,8 @@ pub(super) fn when_free(
             Ok(id) => crate::ops::intent::retire_when_free(&reg, &git, &id, opts),
             Err(held) => held,
         };
+        let mut report = report;
+        super::hint::fill_target(&mut report);
         reports.push(report);
     }
     let code = reports

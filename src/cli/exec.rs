@@ -109,7 +109,9 @@ pub(super) fn exec(req: Result<ExecRequest>, json: bool) -> ExitCode {
             return ExitCode::from(exit::EXEC_FAILED);
         }
     };
-    for n in &res.notes {
+    // -q: lease's own reports are silenced; the exit status still says it.
+    let report = super::quiet() == 0;
+    for n in res.notes.iter().filter(|_| report) {
         if json {
             err_raw!(
                 "{}",
@@ -119,7 +121,7 @@ pub(super) fn exec(req: Result<ExecRequest>, json: bool) -> ExitCode {
             err!("{n}");
         }
     }
-    if let Some(t) = &res.retire {
+    if let Some(t) = res.retire.as_ref().filter(|_| report) {
         if json {
             let mut v = serde_json::to_value(t).expect("a report serializes");
             v["lease"] = serde_json::json!("retire");
@@ -142,6 +144,9 @@ pub(super) fn exec(req: Result<ExecRequest>, json: bool) -> ExitCode {
 /// Reports an error of `exec` or `join` before the command ran (exit 125):
 /// prose on stderr, or one JSON line there (`{"lease": "error", ...}`).
 pub(super) fn report_error(e: &crate::error::Error, json: bool) {
+    if super::quiet() >= 2 {
+        return;
+    }
     if json {
         let mut v = super::error_json(e, exit::EXEC_FAILED);
         v["lease"] = serde_json::json!("error");

@@ -145,7 +145,11 @@ pub(super) fn next(reason: HoldReason, s: &Subject<'_>) -> String {
         }
         LeaseIdentity | LeaseMissing | LeaseInsecure | PathIdentity | RootIdentity
         | ProtectedPath | RepoMissing | Unprovable => show,
-        LeaseDirUnsafe | LockUnsupported => "lease config --show".into(),
+        LeaseDirUnsafe => match &path {
+            Some(p) => format!("chmod 0700 {p}"),
+            None => "lease doctor".into(),
+        },
+        LockUnsupported => "lease doctor".into(),
         RepoConfigExecutes => git_c("config --local --list --show-origin"),
         UnsafeRepo => git_c("status"),
         GitFailed => git_c("status"),
@@ -274,6 +278,7 @@ mod tests {
                     || n.contains(&quoted)
                     || n.contains("4242")
                     || n.starts_with("lease config")
+                    || n == "lease doctor"
                     || n.starts_with("lease archives"),
                 "{code}: `{n}` names neither the id, the path nor the pid"
             );

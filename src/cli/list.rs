@@ -8,14 +8,62 @@ use crate::registry::{Loaded, Record, Registry, State};
 /// The arguments of `lease list`.
 #[derive(Debug, clap::Args)]
 pub(super) struct Args {
+    /// Only records in these states (repeatable, or comma-separated: active,terminal).
+    #[arg(long, value_enum, value_delimiter = ',', value_name = "STATE")]
+    pub(super) state: Vec<StateArg>,
+    /// Only records of this repository (a path inside it, or its directory name).
+    #[arg(long, value_name = "R")]
+    pub(super) repo: Option<String>,
+    /// Include removed records (the table hides them by default; --json lists them unless --state is given).
+    #[arg(long)]
+    pub(super) all: bool,
+    /// Print sizes in bytes instead of K/M/G.
+    #[arg(long)]
+    pub(super) bytes: bool,
     /// Print JSON.
     #[arg(long)]
     pub(super) json: bool,
 }
 
+/// A record state as `--state` names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(super) enum StateArg {
+    /// `planned`.
+    Planned,
+    /// `active`.
+    Active,
+    /// `terminal`.
+    Terminal,
+    /// `retained`.
+    Retained,
+    /// `interrupted`.
+    Interrupted,
+    /// `retiring`.
+    Retiring,
+    /// `removed`.
+    Removed,
+    /// A record file lease cannot read (corrupt, newer schema).
+    Unreadable,
+}
+
+impl StateArg {
+    fn name(self) -> &'static str {
+        match self {
+            StateArg::Planned => "planned",
+            StateArg::Active => "active",
+            StateArg::Terminal => "terminal",
+            StateArg::Retained => "retained",
+            StateArg::Interrupted => "interrupted",
+            StateArg::Retiring => "retiring",
+            StateArg::Removed => "removed",
+            StateArg::Unreadable => "unreadable",
+        }
+    }
+}
+
 /// Runs `lease list`.
 pub(super) fn run(a: Args) -> Result<u8> {
-    list(a.json)
+    list(&a)
 }
 
 /// A record as JSON with its current `holders` (pids, from `holders`, a
@@ -78,7 +126,109 @@ pub(super) fn locked_word(seen: &crate::plan::LeaseSeen) -> &'static str {
     }
 }
 
-pub(super) fn list(json: bool) -> Result<u8> {
+/// Which records a listing shows: `--state`, `--repo`, `--all`.
+struct Filter {
+    states: Vec<&'static str>,
+    repo: Option<(String, Option<std::path::PathBuf>)>,
+    removed: bool,
+}
+
+impl Filter {
+    fn of(a: &Args) -> Filter {
+        Filter {
+            states: a.state.iter().map(|s| s.name()).collect(),
+            // A path names a repository by its canonical directory, else by name.
+            repo: a
+                .repo
+                .as_ref()
+                .map(|r| (r.clone(), std::fs::canonicalize(r).ok())),
+            // The table hides removed records unless asked; `--json` lists
+            // them (scripts read tombstones there) unless `--state` picks.
+            removed: a.all || a.json || a.state.contains(&StateArg::Removed),
+        }
+    }
+
+    fn keeps(&self, state: &str, repo: Option<&str>) -> bool {
+        if !self.states.is_empty() && !self.states.contains(&state) {
+            return false;
+        }
+        if self.states.is_empty() && state == "removed" && !self.removed {
+            return false;
+        }
+        match (&self.repo, repo) {
+            (None, _) => true,
+            (Some(_), None) => false,
+            (Some((name, canon)), Some(r)) => {
+                let r = std::path::Path::new(r);
+                canon
+                    .as_ref()
+                    .is_some_and(|c| r == c || r.starts_with(c) || c.starts_with(repo_top(r)))
+                    || repo_name(r) == name.as_str()
+            }
+        }
+    }
+}
+
+/// The directory a common git dir belongs to: `/x/repo` for `/x/repo/.git`,
+/// the bare repository itself otherwise.
+fn repo_top(common: &std::path::Path) -> &std::path::Path {
+    match common.file_name() {
+        Some(n) if n == ".git" => common.parent().unwrap_or(common),
+        _ => common,
+    }
+}
+
+/// The short name of a repository for the table: its directory's name,
+/// without a `.git` suffix.
+fn repo_name(common: &std::path::Path) -> String {
+    let n = repo_top(common)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| common.to_string_lossy().into_owned());
+    n.strip_suffix(".git").map(str::to_string).unwrap_or(n)
+}
+
+/// Returns `n` bytes for people: `512B`, `4.0K`, `1.5M`, `12G` (powers of
+/// 1024, one decimal below 10).
+pub(super) fn human_bytes(n: u64) -> String {
+    const UNITS: [&str; 6] = ["B", "K", "M", "G", "T", "P"];
+    let mut v = n as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    match u {
+        0 => format!("{n}B"),
+        _ if v < 10.0 => format!("{v:.1}{}", UNITS[u]),
+        _ => format!("{v:.0}{}", UNITS[u]),
+    }
+}
+
+/// Returns the age of RFC 3339 time `at` for people (`45s`, `12m`, `3h`,
+/// `5d`), or `-` when it cannot be read.
+fn age(at: &str, now: std::time::SystemTime) -> String {
+    let Ok(t) = humantime::parse_rfc3339_weak(at.trim_end_matches('Z')) else {
+        return "-".into();
+    };
+    let s = now.duration_since(t).map(|d| d.as_secs()).unwrap_or(0);
+    match s {
+        0..60 => format!("{s}s"),
+        60..3600 => format!("{}m", s / 60),
+        3600..86400 => format!("{}h", s / 3600),
+        _ => format!("{}d", s / 86400),
+    }
+}
+
+/// The last measured size of record `r`'s worktree, in bytes: what its
+/// removal reclaimed, for a removed record; none measured otherwise yet.
+fn size_of(r: &Record) -> Option<u64> {
+    r.tombstone.as_ref().map(|t| t.bytes_reclaimed)
+}
+
+pub(super) fn list(a: &Args) -> Result<u8> {
+    let json = a.json;
+    let filter = Filter::of(a);
     let Some(root) = StateRoot::open_existing()? else {
         if json {
             out_raw!("[]");
@@ -88,7 +238,23 @@ pub(super) fn list(json: bool) -> Result<u8> {
         return Ok(exit::OK);
     };
     let reg = Registry::new(root);
-    let loaded = reg.scan()?;
+    let mut loaded: Vec<Loaded> = reg
+        .scan()?
+        .into_iter()
+        .filter(|l| match l {
+            Loaded::Ok(r) => filter.keeps(r.state.name(), Some(&r.repo)),
+            Loaded::Bad { .. } => filter.keeps("unreadable", None),
+        })
+        .collect();
+    // Oldest first, by creation time (RFC 3339 UTC sorts as text); an
+    // unreadable record last, by id.
+    loaded.sort_by(|x, y| {
+        let key = |l: &Loaded| match l {
+            Loaded::Ok(r) => (0, r.created_at.clone(), r.id.clone()),
+            Loaded::Bad { id, .. } => (1, String::new(), id.clone()),
+        };
+        key(x).cmp(&key(y))
+    });
     // One /proc scan for every lease that can still be held.
     let ids: Vec<(u64, u64)> = loaded
         .iter()
@@ -118,14 +284,17 @@ pub(super) fn list(json: bool) -> Result<u8> {
         out!("no records");
         return Ok(exit::OK);
     }
+    let now = std::time::SystemTime::now();
     out!(
-        "{:<12}  {:<11}  {:<7}  {:<8}  {:<20}  {:<20}  WORKTREE",
+        "{:<8}  {:<11}  {:<16}  {:<20}  {:>4}  {:>6}  {:<7}  {:<16}  WORKTREE",
         "ID",
         "STATE",
-        "ORIGIN",
+        "REPO",
+        "BRANCH",
+        "AGE",
+        "SIZE",
         "HOLDERS",
-        "OWNER",
-        "BRANCH"
+        "OWNER"
     );
     for l in &loaded {
         match l {
@@ -139,17 +308,21 @@ pub(super) fn list(json: bool) -> Result<u8> {
                     (0, "unknown") => "?".to_string(),
                     (n, _) => n.to_string(),
                 };
+                let size = match size_of(r) {
+                    Some(b) if a.bytes => b.to_string(),
+                    Some(b) => human_bytes(b),
+                    None => "-".into(),
+                };
                 out!(
-                    "{:<12}  {:<11}  {:<7}  {:<8}  {:<20}  {:<20}  {}",
+                    "{:<8}  {:<11}  {:<16}  {:<20}  {:>4}  {:>6}  {:<7}  {:<16}  {}",
                     super::short_id(&r.id),
                     r.state.name(),
-                    match r.origin {
-                        crate::registry::Origin::Created => "created",
-                        crate::registry::Origin::Adopted => "adopted",
-                    },
+                    repo_name(std::path::Path::new(&r.repo)),
+                    r.branch.as_deref().unwrap_or("(detached)"),
+                    age(&r.created_at, now),
+                    size,
                     holders,
                     format!("{}:{}", r.owner.kind, r.owner.name),
-                    r.branch.as_deref().unwrap_or("(detached)"),
                     format!(
                         "{}{}",
                         r.worktree.as_ref().map(|w| w.path.as_str()).unwrap_or("-"),
@@ -163,7 +336,7 @@ pub(super) fn list(json: bool) -> Result<u8> {
             }
             Loaded::Bad { id, problem, .. } => {
                 out!(
-                    "{:<12}  {:<11}  {problem}",
+                    "{:<8}  {:<11}  {problem}",
                     super::short_id(id),
                     "unreadable"
                 );
@@ -171,4 +344,36 @@ pub(super) fn list(json: bool) -> Result<u8> {
         }
     }
     Ok(exit::OK)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_and_ages_for_people() {
+        assert_eq!(human_bytes(0), "0B");
+        assert_eq!(human_bytes(1023), "1023B");
+        assert_eq!(human_bytes(1024), "1.0K");
+        assert_eq!(human_bytes(1536 * 1024), "1.5M");
+        assert_eq!(human_bytes(12 * 1024 * 1024 * 1024), "12G");
+        let now = humantime::parse_rfc3339("2026-12-02T12:00:00Z").expect("a time");
+        assert_eq!(age("2026-12-02T11:59:15Z", now), "45s");
+        assert_eq!(age("2026-12-02T11:48:00Z", now), "12m");
+        assert_eq!(age("2026-12-02T09:00:00Z", now), "3h");
+        assert_eq!(age("2026-11-27T12:00:00Z", now), "5d");
+        assert_eq!(age("garbage", now), "-");
+    }
+
+    #[test]
+    fn repositories_are_named_by_their_directory() {
+        assert_eq!(
+            repo_name(std::path::Path::new("/src/ripgrep/.git")),
+            "ripgrep"
+        );
+        assert_eq!(
+            repo_name(std::path::Path::new("/srv/git/lease.git")),
+            "lease"
+        );
+    }
 }

@@ -155,26 +155,29 @@ fn render_reap(r: &crate::reap::ReapReport) -> Vec<String> {
         match (&l.kept, r.dry_run, l.removed) {
             (Some(why), _, _) => {
                 out.push(format!(
-                    "kept leftover {what} `{}` ({} bytes): {why}",
-                    l.path, l.bytes
+                    "kept leftover {what} `{}` ({}): {why}",
+                    l.path,
+                    super::list::human_bytes(l.bytes)
                 ));
             }
             (None, true, _) => out.push(format!(
-                "would remove leftover {what} `{}` ({} bytes)",
-                l.path, l.bytes
+                "would remove leftover {what} `{}` ({})",
+                l.path,
+                super::list::human_bytes(l.bytes)
             )),
             (None, false, true) => out.push(format!(
-                "removed leftover {what} `{}` ({} bytes)",
-                l.path, l.bytes
+                "removed leftover {what} `{}` ({})",
+                l.path,
+                super::list::human_bytes(l.bytes)
             )),
             (None, false, false) => {}
         }
     }
     if !r.leftovers.is_empty() {
         out.push(format!(
-            "leftovers: {} ({} bytes)",
+            "leftovers: {} ({})",
             r.leftovers.len(),
-            r.leftover_bytes
+            super::list::human_bytes(r.leftover_bytes)
         ));
     }
     for n in &r.notes {
@@ -184,15 +187,24 @@ fn render_reap(r: &crate::reap::ReapReport) -> Vec<String> {
         out.push(format!("error: {e}"));
     }
     if r.bytes_reclaimed > 0 {
-        out.push(format!("reclaimed {} bytes", r.bytes_reclaimed));
+        out.push(format!(
+            "reclaimed {}",
+            super::list::human_bytes(r.bytes_reclaimed)
+        ));
     }
     for f in &r.free {
         match f.after {
             Some(a) => out.push(format!(
-                "free under `{}`: {} bytes before, {a} after",
-                f.path, f.before
+                "free under `{}`: {} before, {} after",
+                f.path,
+                super::list::human_bytes(f.before),
+                super::list::human_bytes(a)
             )),
-            None => out.push(format!("free under `{}`: {} bytes", f.path, f.before)),
+            None => out.push(format!(
+                "free under `{}`: {}",
+                f.path,
+                super::list::human_bytes(f.before)
+            )),
         }
     }
     out

@@ -211,7 +211,10 @@ pub(super) fn render_target(t: &TargetReport) -> Vec<String> {
                 ));
             }
             if let Some(tb) = &t.tombstone {
-                s.push_str(&format!("; reclaimed {} bytes", tb.bytes_reclaimed));
+                s.push_str(&format!(
+                    "; reclaimed {}",
+                    super::list::human_bytes(tb.bytes_reclaimed)
+                ));
             }
             out.push(s);
             if let Some(b) = &t.branch {
@@ -297,7 +300,7 @@ pub(super) fn render_target(t: &TargetReport) -> Vec<String> {
 /// `protected-path` for a repository's main worktree (which lease never
 /// records nor removes: `lease adopt` would refuse it), with a command
 /// listing the linked worktrees it may have meant.
-fn unrecorded(t: &str, path: &std::path::Path, main: bool) -> TargetReport {
+pub(super) fn unrecorded(t: &str, path: &std::path::Path, main: bool) -> TargetReport {
     let shown = path.to_string_lossy().into_owned();
     let hold = if main {
         crate::plan::Hold::new(

@@ -123,9 +123,9 @@ pub(super) fn show(id: &str, json: bool) -> Result<u8> {
     }
     if let Some(t) = &r.tombstone {
         out!(
-            "removed:   {} ({} bytes reclaimed)",
+            "removed:   {} ({} reclaimed)",
             t.removed_at,
-            t.bytes_reclaimed
+            super::list::human_bytes(t.bytes_reclaimed)
         );
     }
     Ok(exit::OK)

@@ -2,8 +2,10 @@
 //! a record id, a unique prefix of 8 or more hex digits, or a worktree path
 //! in any spelling that resolves to its top directory (SPEC "Commands").
 //!
-//! A path is resolved by the kernel (`realpath(3)`, which follows symlinks
-//! and `..` physically) only to *find* the record: what lease then acts on
+//! A path must be normal (no `.` or `..` after a name, no `//`: SPEC
+//! invariant 5), or `.` for the current directory; it is then resolved by
+//! the kernel (`realpath(3)`, which follows symlinks) only to *find* the
+//! record: what lease then acts on
 //! is the record's own canonical path, which the retire gates re-resolve
 //! without following symlinks (gate 2). A spelling can therefore pick a
 //! record, never widen what is removed.
@@ -87,12 +89,21 @@ fn resolve_quietly(reg: &Registry, t: &str) -> Result<Target> {
             "an empty target names nothing; name a record id or a worktree's top directory".into(),
         ));
     }
+    let cwd = std::env::current_dir()
+        .map_err(|e| Error::Usage(format!("cannot read the current directory: {e}")))?;
+    // SPEC invariant 5: `..` (and `.`) after a name is refused, since after
+    // a symlinked name it means another directory than it reads; `.` alone
+    // is the current directory, which getcwd(3) gives physically.
+    let lexical = lexical_absolute(&cwd, t);
+    if lexical.is_none() && t != "." && t != "./" {
+        return Err(Error::Usage(format!(
+            "`{t}` is not a normal path (`.` or `..` after a name, or `//`); name the worktree's top directory"
+        )));
+    }
     // A directory that is gone (deleted by hand) can still name the
     // record that recorded it, by its absolute spelling.
     let Ok(canon) = std::fs::canonicalize(t) else {
-        let cwd = std::env::current_dir()
-            .map_err(|e| Error::Usage(format!("cannot read the current directory: {e}")))?;
-        if let Some(abs) = lexical_absolute(&cwd, t)
+        if let Some(abs) = lexical
             && let Some(id) = recorded_at(reg, &abs, true)?
         {
             return Ok(Target::Id(id));
@@ -118,6 +129,19 @@ fn resolve_quietly(reg: &Registry, t: &str) -> Result<Target> {
     }
     let main = dot_git.is_ok_and(|m| m.is_dir());
     Ok(Target::Unrecorded { path: canon, main })
+}
+
+/// [`resolve`] for a retire-like command (retire, `retire --when-free`,
+/// the hosts' hooks): an unrecorded path is a held target report
+/// (`not-recorded`, or `protected-path` for a main worktree).
+pub(super) fn resolve_target(
+    engine: &crate::retire::Engine,
+    t: &str,
+) -> Result<std::result::Result<String, crate::report::TargetReport>> {
+    Ok(match resolve(engine.registry(), t)? {
+        Target::Id(id) => Ok(id),
+        Target::Unrecorded { path, main } => Err(super::retire::unrecorded(t, &path, main)),
+    })
 }
 
 /// Resolves `t` to a record id: an unrecorded path is a usage error naming
@@ -199,7 +223,7 @@ fn enclosing_worktree(reg: &Registry, path: &Path) -> Result<Option<PathBuf>> {
 /// `../` are resolved against `cwd` (no symlink can hide there), but a `.`
 /// or `..` after a name, or an empty component (`//`), is refused, since a
 /// symlinked name before `..` would make the lexical and physical paths
-/// differ. Used only for a path that no longer exists.
+/// differ.
 pub(super) fn lexical_absolute(cwd: &Path, t: &str) -> Option<PathBuf> {
     let t = t.strip_suffix('/').unwrap_or(t);
     let (mut out, body) = match t.strip_prefix('/') {

@@ -47,9 +47,11 @@ fn enospc() -> std::io::Error {
     std::io::Error::from_raw_os_error(libc::ENOSPC)
 }
 
-/// Marks a named step; see the module docs.
+/// Marks a named step; see the module docs. Logs it at info (`-v`; a
+/// record write at debug), in every build.
 #[cfg(feature = "fault-injection")]
 pub fn point(step: &str) {
+    log_step(step);
     if std::env::var_os("LEASE_FI_CRASH").is_some_and(|s| s == step) {
         crate::os::process::kill_self();
     }
@@ -133,7 +135,21 @@ pub fn write() -> std::io::Result<()> {
     Ok(())
 }
 
-/// Marks a named step; without the `fault-injection` feature it does nothing.
+/// Marks a named step; without the `fault-injection` feature it only logs
+/// it (info; a record write at debug).
 #[cfg(not(feature = "fault-injection"))]
 #[inline(always)]
-pub fn point(_step: &str) {}
+pub fn point(step: &str) {
+    log_step(step);
+}
+
+/// The info event of a named step (`lease -v`: exec's `exec-planned`,
+/// `exec-leased`, `exec-added`, `exec-active`, `exec-ran`; retire's
+/// `retire-locked`, `archive-written`, `retire-before-remove`, ...).
+fn log_step(step: &str) {
+    if step == "record-written" {
+        tracing::debug!(step, "step");
+    } else {
+        tracing::info!(step, "step");
+    }
+}

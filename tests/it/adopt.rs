@@ -15,7 +15,11 @@ fn adopt_records_an_orphan_so_retire_can_take_it() {
     // Unrecorded: retire holds it and says how to record it.
     let o = env.lease().args(["retire", wt_s]).output().unwrap();
     assert_code(&o, 1);
-    assert!(stdout(&o).contains("lease adopt PATH"), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains(&format!("next: lease adopt {wt_s} && lease retire {wt_s}")),
+        "{}",
+        stdout(&o)
+    );
     // A directory git does not list is refused, nothing recorded.
     let plain = env.root.join("plain");
     fs::create_dir(&plain).unwrap();

@@ -418,3 +418,241 @@ fn exec_without_dash_dash_says_where_to_put_it() {
         stderr(&o)
     );
 }
+
+/// `lease list`: id, state, repo, branch, age, size, holders; removed
+/// records hidden unless `--all`; `--state` and `--repo` filter; oldest
+/// first; sizes for people unless `--bytes`.
+#[test]
+fn list_filters_sorts_and_hides_removed_records() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let o = run_in(&env, &repo, &["exec", "--", "true"]);
+    assert_code(&o, 0);
+    let removed = env.record()["id"].as_str().unwrap().to_string();
+    let (kept, _) = env.kept(&repo, "feat", "true");
+    let table = |args: &[&str]| {
+        let o = env.lease().args(args).output().unwrap();
+        assert_code(&o, 0);
+        stdout(&o)
+    };
+    let t = table(&["list"]);
+    let head = t.lines().next().unwrap();
+    for col in ["ID", "STATE", "REPO", "BRANCH", "AGE", "SIZE", "HOLDERS"] {
+        assert!(head.contains(col), "{head}");
+    }
+    assert!(t.contains(&kept[..8]) && !t.contains(&removed[..8]), "{t}");
+    let row = t.lines().nth(1).unwrap();
+    assert!(row.contains(" repo ") && row.contains(" feat "), "{row}");
+    let t = table(&["list", "--all"]);
+    let lines: Vec<&str> = t.lines().collect();
+    assert!(lines[1].starts_with(&removed[..8]), "oldest first: {t}");
+    assert!(lines[2].starts_with(&kept[..8]), "{t}");
+    let size = lines[1].split_whitespace().nth(5).unwrap().to_string();
+    assert!(size.ends_with('B') || size.ends_with('K'), "{t}");
+    let t = table(&["list", "--all", "--bytes"]);
+    let raw = t
+        .lines()
+        .nth(1)
+        .unwrap()
+        .split_whitespace()
+        .nth(5)
+        .unwrap()
+        .to_string();
+    assert!(raw.parse::<u64>().is_ok(), "{t}");
+    let t = table(&["list", "--state", "removed"]);
+    assert!(t.contains(&removed[..8]) && !t.contains(&kept[..8]), "{t}");
+    let t = table(&["list", "--state", "terminal,retained"]);
+    assert!(t.contains(&kept[..8]), "{t}");
+    let t = table(&["list", "--repo", repo.to_str().unwrap()]);
+    assert!(t.contains(&kept[..8]), "{t}");
+    let t = table(&["list", "--repo", "elsewhere"]);
+    assert!(t.contains("no records"), "{t}");
+    // JSON: the same filters; removed records listed unless --state picks.
+    let o = env.lease().args(["list", "--json"]).output().unwrap();
+    assert_eq!(one_doc(&o).as_array().unwrap().len(), 2);
+    let o = env
+        .lease()
+        .args(["list", "--json", "--state", "terminal"])
+        .output()
+        .unwrap();
+    let v = one_doc(&o);
+    assert_eq!(v.as_array().unwrap().len(), 1);
+    assert_eq!(v[0]["id"], kept.as_str());
+}
+
+/// `lease doctor`: git, state root, locks, the current repository's
+/// trusted remote, lease and its shim on PATH, each with what to do; exit
+/// 3 when lease cannot work (an unsafe state root), and nothing created.
+#[test]
+fn doctor_reports_each_check_with_what_to_do() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let o = run_in(&env, &repo, &["doctor", "--json"]);
+    assert_code(&o, 0);
+    let v = one_doc(&o);
+    let checks = v["checks"].as_array().unwrap();
+    let by = |name: &str| {
+        checks
+            .iter()
+            .find(|c| c["check"] == name)
+            .unwrap_or_else(|| panic!("no {name} check: {v}"))
+            .clone()
+    };
+    assert_eq!(by("git")["status"], "ok");
+    assert_eq!(by("state root")["status"], "ok");
+    assert_eq!(by("locks")["status"], "ok");
+    let remote = by("remote");
+    assert_eq!(remote["status"], "ok", "{remote}");
+    assert!(remote["detail"].as_str().unwrap().contains("`origin`"));
+    for name in ["lease on PATH", "git shim"] {
+        let c = by(name);
+        assert!(c["status"] == "ok" || c["next"].is_string(), "{c}");
+    }
+    assert!(!env.state.exists(), "doctor created the state root");
+    // No remote: a warning with the command to add one.
+    let bare = env.root.join("lonely");
+    env.git(&env.root, &["init", "-q", bare.to_str().unwrap()]);
+    let o = run_in(&env, &bare, &["doctor"]);
+    assert_code(&o, 0);
+    assert!(
+        stdout(&o).contains(&format!(
+            "next: git -C {} remote add origin",
+            bare.display()
+        )),
+        "{}",
+        stdout(&o)
+    );
+    // An unsafe state root: FAIL, exit 3, and how to fix it.
+    fs::create_dir(&env.state).unwrap();
+    fs::set_permissions(&env.state, fs::Permissions::from_mode(0o755)).unwrap();
+    let o = run_in(&env, &repo, &["doctor"]);
+    assert_code(&o, 3);
+    assert!(
+        stdout(&o).contains(&format!("next: chmod 0700 {}", env.state.display())),
+        "{}",
+        stdout(&o)
+    );
+}
+
+/// Every flag that README.md and docs/guide.md show on a `lease VERB ...`
+/// command line is one `lease VERB --help` lists (a renamed or removed flag
+/// fails here); the man pages are generated from the same definitions
+/// (scripts/gen-docs, checked by scripts/test).
+#[test]
+fn documented_flags_are_accepted_by_the_binary() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let env = TestEnv::new();
+    let mut help: std::collections::BTreeMap<String, String> = Default::default();
+    let mut checked = 0;
+    for doc in ["README.md", "docs/guide.md"] {
+        let text = fs::read_to_string(root.join(doc)).unwrap();
+        // Command lines: code spans and lines of code blocks.
+        let mut lines: Vec<String> = Vec::new();
+        let mut fenced = false;
+        for line in text.lines() {
+            if line.starts_with("```") {
+                fenced = !fenced;
+                continue;
+            }
+            if fenced {
+                lines.push(line.to_string());
+                continue;
+            }
+            for (i, span) in line.split('`').enumerate() {
+                if i % 2 == 1 {
+                    lines.push(span.to_string());
+                }
+            }
+        }
+        for line in lines {
+            let Some(at) = line.find("lease ") else {
+                continue;
+            };
+            let words: Vec<&str> = line[at + 6..].split_whitespace().collect();
+            let Some(&verb) = words.first() else { continue };
+            if !verb.chars().all(|c| c.is_ascii_lowercase()) {
+                continue;
+            }
+            let mut cmd = vec![verb.to_string()];
+            if matches!(verb, "archive" | "audit" | "hook")
+                && let Some(sub) = words.get(1)
+            {
+                cmd.push(sub.to_string());
+            }
+            let key = cmd.join(" ");
+            let h = help.entry(key.clone()).or_insert_with(|| {
+                let o = env.lease().args(&cmd).arg("--help").output().unwrap();
+                if o.status.success() {
+                    stdout(&o)
+                } else {
+                    String::new()
+                }
+            });
+            if h.is_empty() {
+                continue; // not a lease verb (prose such as "lease has")
+            }
+            for w in words.iter().skip(1) {
+                if *w == "--" || w.starts_with('#') || *w == "&&" || *w == "|" {
+                    break;
+                }
+                let flag: String = w
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
+                    .collect();
+                if flag.starts_with("--") && flag.len() > 2 {
+                    assert!(
+                        h.contains(&flag),
+                        "{doc}: `lease {key}` is shown with {flag}, which its --help does not list: {line}"
+                    );
+                    checked += 1;
+                }
+            }
+        }
+    }
+    assert!(
+        checked > 20,
+        "only {checked} flags checked: the parser found no command lines"
+    );
+}
+
+/// `-q` silences exec's report, `-qq` everything lease prints on stderr;
+/// `-v` logs each step and gate decision, `-vv` each git command with its
+/// duration.
+#[test]
+fn quiet_and_verbose_do_what_the_guide_says() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let o = run_in(&env, &repo, &["exec", "--", "true"]);
+    assert_code(&o, 0);
+    assert!(stderr(&o).contains("lease: removed"), "{}", stderr(&o));
+    let o = run_in(&env, &repo, &["-q", "exec", "--", "true"]);
+    assert_code(&o, 0);
+    assert_eq!(stderr(&o), "");
+    let o = run_in(&env, &env.root, &["-qq", "exec", "--", "true"]);
+    assert_code(&o, 125);
+    assert_eq!(stderr(&o), "");
+    let o = run_in(&env, &env.root, &["exec", "--", "true"]);
+    assert_code(&o, 125);
+    assert!(stderr(&o).contains("error:"), "{}", stderr(&o));
+    let o = run_in(&env, &repo, &["-v", "exec", "--", "true"]);
+    assert_code(&o, 0);
+    for step in [
+        "exec-planned",
+        "exec-leased",
+        "exec-added",
+        "exec-active",
+        "exec-ran",
+        "retire-locked",
+    ] {
+        assert!(stderr(&o).contains(step), "no {step}: {}", stderr(&o));
+    }
+    assert!(stderr(&o).contains("every gate passed"), "{}", stderr(&o));
+    let o = run_in(&env, &repo, &["-vv", "exec", "--", "true"]);
+    assert!(
+        stderr(&o)
+            .lines()
+            .any(|l| l.contains("git exited") && l.contains("ms=")),
+        "{}",
+        stderr(&o)
+    );
+}

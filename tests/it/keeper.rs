@@ -271,7 +271,14 @@ fn create_bound_to_no_live_process_is_a_usage_error_that_creates_nothing() {
         let j = create(&env, &repo, bad, &["--json"]);
         assert_code(&j, 2);
         let v: serde_json::Value = serde_json::from_slice(&j.stdout).unwrap();
-        assert!(v["error"].as_str().unwrap().contains("--bind-pid"), "{v}");
+        assert!(
+            v["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("--bind-pid"),
+            "{v}"
+        );
+        assert_eq!(v["error"]["kind"], "usage", "{v}");
     }
     assert_eq!(scene(&env, &repo), before, "nothing changed");
 }

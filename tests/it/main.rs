@@ -34,6 +34,7 @@ mod reap;
 mod restore;
 mod retire;
 mod shim;
+mod snapshots;
 mod suite;
 mod transport;
 mod world;
