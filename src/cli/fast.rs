@@ -19,7 +19,7 @@ pub(super) fn run(args: &[OsString]) -> Option<ExitCode> {
         [_, verb, dashes, command @ ..]
             if verb == "join" && dashes == "--" && !command.is_empty() =>
         {
-            Some(super::join::join(command.to_vec()))
+            Some(super::join::join(command.to_vec(), false))
         }
         [_, verb, flag, path, dashes, command @ ..]
             if verb == "exec"
