@@ -16,8 +16,8 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::error::{IoResultExt, Result};
+use crate::model::reason::HoldReason;
 use crate::paths::StateRoot;
-use crate::plan::HoldReason;
 use crate::registry::State;
 
 /// The `prev` of the first line: 64 zeros.

@@ -1,7 +1,7 @@
 //! Errors: what lease could not find out or do, with the path or command it concerns.
 //!
 //! An `Err` means lease could not work; a worktree that a gate refused is a
-//! normal [`crate::plan::Disposition::Held`], not an error (STYLE.md §3).
+//! normal [`crate::model::reason::Disposition::Held`], not an error (STYLE.md §3).
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -59,7 +59,7 @@ pub enum Error {
     #[error("{detail}")]
     Refused {
         /// The reason code.
-        reason: crate::plan::HoldReason,
+        reason: crate::model::reason::HoldReason,
         /// What was found, with the path.
         detail: String,
     },
@@ -87,8 +87,8 @@ impl Error {
     }
 
     /// Returns the reason code this error stands for, when it has one.
-    pub fn reason(&self) -> Option<crate::plan::HoldReason> {
-        use crate::plan::HoldReason;
+    pub fn reason(&self) -> Option<crate::model::reason::HoldReason> {
+        use crate::model::reason::HoldReason;
         match self {
             Error::Refused { reason, .. } => Some(*reason),
             Error::UnsafeDir { .. } => Some(HoldReason::LeaseDirUnsafe),
@@ -103,7 +103,7 @@ impl Error {
     }
 
     /// Builds a refusal with a reason code.
-    pub fn refused(reason: crate::plan::HoldReason, detail: impl Into<String>) -> Self {
+    pub fn refused(reason: crate::model::reason::HoldReason, detail: impl Into<String>) -> Self {
         Error::Refused {
             reason,
             detail: detail.into(),

@@ -24,6 +24,7 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::error::{Error, Result};
+use crate::model::evidence::TrustedFilter;
 
 pub mod admin;
 pub mod libgit2;
@@ -205,7 +206,7 @@ impl Git {
             Some(p) => p.value.clone(),
             None => find_on_path().ok_or_else(|| {
                 Error::refused(
-                    crate::plan::HoldReason::GitFailed,
+                    crate::model::reason::HoldReason::GitFailed,
                     "no git found on PATH; install git or set `git` in the config (or LEASE_GIT)",
                 )
             })?,
@@ -244,7 +245,7 @@ impl Git {
             }
         });
         v.as_deref()
-            .map_err(|m| Error::refused(crate::plan::HoldReason::GitFailed, m.clone()))
+            .map_err(|m| Error::refused(crate::model::reason::HoldReason::GitFailed, m.clone()))
     }
 
     /// The binary's path.
@@ -699,7 +700,7 @@ impl Cmd {
             Some(dir) => format!("cannot run git `{program}` in `{}`: {e}", dir.display()),
             None => format!("cannot run git `{program}`: {e}"),
         };
-        Error::refused(crate::plan::HoldReason::GitFailed, detail)
+        Error::refused(crate::model::reason::HoldReason::GitFailed, detail)
     }
 
     /// Runs it and returns what it produced, whatever the exit status.
@@ -809,23 +810,6 @@ fn is_lease_shim(p: &Path) -> bool {
         .and_then(|mut f| std::io::Read::read(&mut f, &mut buf))
         .unwrap_or(0);
     buf[..n].windows(10).any(|w| w == b"lease-shim")
-}
-
-/// A filter driver the operator trusts (`trusted_filters`), as the user's
-/// own git config defines it (SPEC "Truthful content probes"). Recorded in
-/// the retire report: these commands ran in the status probe.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct TrustedFilter {
-    /// The driver name (`lfs`).
-    pub driver: String,
-    /// `filter.<driver>.clean`, if the user's config sets it.
-    pub clean: Option<String>,
-    /// `filter.<driver>.process`, if set.
-    pub process: Option<String>,
-    /// `filter.<driver>.required`, if set.
-    pub required: Option<String>,
-    /// Where the last definition came from (`global file:/home/me/.gitconfig`).
-    pub origin: String,
 }
 
 #[cfg(test)]

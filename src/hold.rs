@@ -212,7 +212,7 @@ fn lock_out_retire(reg: &Registry, id: &str) -> Result<Option<std::fs::File>> {
     match crate::os::lease::try_shared(&f) {
         Ok(true) => Ok(Some(f)),
         Ok(false) => Err(Error::refused(
-            crate::plan::HoldReason::RetireInProgress,
+            crate::model::reason::HoldReason::RetireInProgress,
             format!("record {id} is being retired right now; nothing was changed"),
         )),
         Err(_) => Ok(None),

@@ -35,9 +35,9 @@ use signal_hook::low_level::siginfo::Cause;
 use crate::error::{Error, IoResultExt, Result};
 use crate::git::ops::AddConfig;
 use crate::git::{self, Git, RepoGit};
+use crate::model::reason::HoldReason;
 use crate::model::report::TargetReport;
 use crate::os::process::{self, Ended};
-use crate::plan::HoldReason;
 use crate::registry::{
     FileId, Origin, Outcome, Owner, Record, Registry, Retention, Session, State,
 };
@@ -958,23 +958,25 @@ fn check_no_bad_record_names(loaded: &[crate::registry::Loaded], wt: &Path) -> R
 fn check_adoptable_lock(locked: Option<&str>, wt: &Path, state_root: &Path) -> Result<()> {
     // No record exists yet, so no lock can be this record's own.
     match git::admin::classify_lock(locked, "", state_root) {
-        crate::plan::LockSeen::Unlocked => Ok(()),
-        crate::plan::LockSeen::Lease { id, root } => {
+        crate::model::evidence::LockSeen::Unlocked => Ok(()),
+        crate::model::evidence::LockSeen::Lease { id, root } => {
             let h = crate::plan::leased_elsewhere(&id, &root);
             Err(Error::refused(
                 h.reason,
                 format!("`{}`: {}", wt.display(), h.detail),
             ))
         }
-        crate::plan::LockSeen::Ours | crate::plan::LockSeen::Other(_) => Err(Error::refused(
-            HoldReason::GitLocked,
-            format!(
-                "`{}` is locked ({}); `git worktree unlock {}` if that lock is stale, then adopt it again",
-                wt.display(),
-                locked.unwrap_or_default(),
-                wt.display()
-            ),
-        )),
+        crate::model::evidence::LockSeen::Ours | crate::model::evidence::LockSeen::Other(_) => {
+            Err(Error::refused(
+                HoldReason::GitLocked,
+                format!(
+                    "`{}` is locked ({}); `git worktree unlock {}` if that lock is stale, then adopt it again",
+                    wt.display(),
+                    locked.unwrap_or_default(),
+                    wt.display()
+                ),
+            ))
+        }
     }
 }
 

@@ -177,7 +177,7 @@ pub fn check_not_temp(root: &Path, allowed: bool) -> Result<()> {
     match under_temp(&canonical_prefix(root), &temps) {
         None => Ok(()),
         Some(t) => Err(Error::refused(
-            crate::plan::HoldReason::TempWorktreeRoot,
+            crate::model::reason::HoldReason::TempWorktreeRoot,
             format!(
                 "worktree root `{}` is under `{}`, which OS cleaners sweep by age; nothing was created",
                 root.display(),
@@ -288,7 +288,7 @@ fn check_local_fs(path: &Path) -> Result<()> {
     let magic = st.f_type as u64;
     if NETWORK_FS.contains(&magic) {
         return Err(Error::refused(
-            crate::plan::HoldReason::LockUnsupported,
+            crate::model::reason::HoldReason::LockUnsupported,
             format!(
                 "state root `{}` is on a network filesystem (statfs magic {magic:#x}); flock there is not trustworthy",
                 path.display()
@@ -724,7 +724,7 @@ mod tests {
             let e = check_not_temp(Path::new(temp), false).unwrap_err();
             assert_eq!(
                 e.reason(),
-                Some(crate::plan::HoldReason::TempWorktreeRoot),
+                Some(crate::model::reason::HoldReason::TempWorktreeRoot),
                 "{temp}"
             );
             assert!(check_not_temp(Path::new(temp), true).is_ok());

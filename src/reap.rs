@@ -52,9 +52,9 @@ use serde::Serialize;
 
 use crate::error::{Error, IoResultExt, Result};
 use crate::git::{self, Git};
+use crate::model::reason::{Hold, HoldReason};
 use crate::model::report::{GitInfo, TargetReport, lossless};
 use crate::paths::StateRoot;
-use crate::plan::{Hold, HoldReason};
 use crate::registry::{FileId, Loaded, Origin, Record, Registry, State, Tombstone};
 use crate::retire::{Engine, free_bytes};
 
@@ -142,7 +142,7 @@ impl ReapItem {
     }
 
     fn take_retire(&mut self, t: TargetReport) {
-        use crate::plan::Disposition;
+        use crate::model::reason::Disposition;
         self.disposition = match t.disposition {
             Disposition::Removed => ReapDisposition::Removed,
             Disposition::WouldRemove => ReapDisposition::WouldRemove,
@@ -965,7 +965,7 @@ impl Reaper<'_> {
                 let mut t = TargetReport::new(
                     Some(rec.id.clone()),
                     Some(wt.path.clone()),
-                    crate::plan::Disposition::Removed,
+                    crate::model::reason::Disposition::Removed,
                 );
                 t.tombstone = Some(tomb);
                 item.retire = Some(t);

@@ -24,8 +24,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::audit::{Audit, Event};
 use crate::error::{Error, IoResultExt, Result};
+use crate::model::reason::HoldReason;
 use crate::paths::StateRoot;
-use crate::plan::HoldReason;
 
 /// The record schema this build writes and understands.
 pub const SCHEMA: u64 = 1;
@@ -867,7 +867,7 @@ impl Registry {
     }
 
     /// Records a held retire: one more `attempts` entry and one audit line.
-    pub fn record_hold(&self, id: &str, holds: &[crate::plan::Hold]) -> Result<()> {
+    pub fn record_hold(&self, id: &str, holds: &[crate::model::reason::Hold]) -> Result<()> {
         let reasons: Vec<HoldReason> = holds.iter().map(|h| h.reason).collect();
         let detail: Vec<String> = holds.iter().map(|h| h.detail.clone()).collect();
         self.update(id, |rec| {

@@ -25,8 +25,8 @@ use serde::Serialize;
 use crate::audit::{Audit, Event};
 use crate::error::{Error, Result};
 use crate::git::{self, Git};
+use crate::model::reason::{Disposition, Hold, HoldReason};
 use crate::model::report::lossless;
-use crate::plan::{Disposition, Hold, HoldReason};
 use crate::registry::{Loaded, Record, Registry, State, Tombstone};
 
 /// What `lease repair` found and will do.
@@ -317,14 +317,14 @@ pub fn plan(reg: Option<&Registry>, git: &Git, path: &Path) -> Result<RepairPlan
         let id = record.as_ref().map_or("", |r| r.id.as_str());
         let root = reg.map_or(Path::new("/"), |r| r.root().path());
         match git::admin::classify_lock(Some(&reason), id, root) {
-            crate::plan::LockSeen::Ours => {
+            crate::model::evidence::LockSeen::Ours => {
                 plan.own_lock = true;
                 plan.steps.push(format!(
                     "its lock is lease's own for record {}: it comes off right before the removal",
                     &id[..8]
                 ));
             }
-            crate::plan::LockSeen::Lease { id, root } => {
+            crate::model::evidence::LockSeen::Lease { id, root } => {
                 plan.holds.push(crate::plan::leased_elsewhere(&id, &root));
                 return Ok(plan);
             }

@@ -25,7 +25,7 @@ use serde::Serialize;
 
 use crate::error::{Error, IoResultExt, Result};
 use crate::git::{self, Git, RepoGit, ops};
-use crate::plan::HoldReason;
+use crate::model::reason::HoldReason;
 use crate::registry::{Archive, Record, Registry};
 
 /// What `lease restore` was asked to do.

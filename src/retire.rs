@@ -27,8 +27,10 @@ use crate::error::{Error, IoResultExt, Result};
 use crate::git::admin::linked_admin;
 use crate::git::refs::{durable_ref, trusted_remote};
 use crate::git::{self, Git, RepoGit, ops};
+use crate::model::evidence;
+use crate::model::reason::{self, Disposition, Hold, HoldReason};
 use crate::model::report::TargetReport;
-use crate::plan::{self, Disposition, Hold, HoldReason, StateGate};
+use crate::plan::{self, StateGate};
 use crate::registry::{Archive, Loaded, Record, Registry, State, Tombstone};
 
 mod archive;
@@ -125,11 +127,11 @@ struct Held {
     /// The open bundle, re-hashed through this descriptor before removal.
     bundle: Option<fs::File>,
     /// What the walk found; its byte count goes into the tombstone.
-    inventory: plan::Inventory,
+    inventory: evidence::Inventory,
     /// Ignored entries inside declared rebuildable output, deleted at gate 8.
     rebuildable: Vec<Vec<u8>>,
     /// Trusted drivers the repository's `process` shadows (not run).
-    shadowed: Vec<git::TrustedFilter>,
+    shadowed: Vec<evidence::TrustedFilter>,
 }
 
 impl Engine {
@@ -215,7 +217,7 @@ impl Engine {
     /// git config (global or system, never the repository's) defines for
     /// the repository at `dir`: the status probe runs these (SPEC
     /// "Truthful content probes").
-    fn trusted_filters(&self, dir: &Path) -> Result<Vec<git::TrustedFilter>> {
+    fn trusted_filters(&self, dir: &Path) -> Result<Vec<evidence::TrustedFilter>> {
         let mut v = Vec::new();
         for d in &crate::policy::current().trusted_filters.value {
             if let Some(f) = self.git.user_filter(d, dir)? {
@@ -296,7 +298,7 @@ impl Engine {
         let state_gate = match plan::gate_state(rec.state, alive) {
             Ok(g) => g,
             Err(mut h) => {
-                if h.reason == plan::HoldReason::LauncherAlive {
+                if h.reason == reason::HoldReason::LauncherAlive {
                     let pids: Vec<String> = rec
                         .sessions
                         .iter()
@@ -517,7 +519,7 @@ impl Engine {
             lock,
             top,
             bundle: None,
-            inventory: plan::Inventory::default(),
+            inventory: evidence::Inventory::default(),
             rebuildable: Vec::new(),
             shadowed,
         }))
@@ -535,7 +537,7 @@ impl Engine {
         let wt = wt_id.path();
         let repo = PathBuf::from(&rec.repo);
         let root = rec.root.path();
-        let protected = plan::Protected {
+        let protected = evidence::Protected {
             root: root.clone(),
             common: repo.clone(),
             state_root: self.reg.root().path().to_path_buf(),
@@ -662,13 +664,13 @@ impl Engine {
         repo: &Path,
         wt: &Path,
         id: &str,
-    ) -> Result<(plan::PathEvidence, Option<PathBuf>)> {
+    ) -> Result<(evidence::PathEvidence, Option<PathBuf>)> {
         let entries = ops::worktrees(rg, repo)?;
         let bytes = wt.as_os_str().as_bytes();
         let mine = entries.iter().skip(1).find(|e| e.path == bytes);
         let admin = linked_admin(repo, wt);
         Ok((
-            plan::PathEvidence {
+            evidence::PathEvidence {
                 seen: crate::os::fs::lstat(wt),
                 canonical: crate::os::fs::is_canonical(wt),
                 linked_back: admin.is_some(),
@@ -693,8 +695,8 @@ impl Engine {
         wt: &Path,
         admin: &Path,
         listed: Option<Vec<u8>>,
-        shadowed: &[git::TrustedFilter],
-    ) -> Result<plan::ContentEvidence> {
+        shadowed: &[evidence::TrustedFilter],
+    ) -> Result<evidence::ContentEvidence> {
         let status = ops::status(rg, wt)?;
         let listed = match listed {
             Some(l) => l,
@@ -717,22 +719,22 @@ impl Engine {
         candidates.extend(hidden.iter().map(|e| e.path.clone()));
         let mut filtered = Vec::new();
         for (path, driver) in ops::filter_attrs(rg, wt, &candidates)? {
-            let named = |t: &git::TrustedFilter| t.driver.as_bytes() == driver;
+            let named = |t: &evidence::TrustedFilter| t.driver.as_bytes() == driver;
             let trust = if rg.trusted().iter().any(named) {
-                plan::FilterTrust::Ran
+                evidence::FilterTrust::Ran
             } else if shadowed.iter().any(named) {
-                plan::FilterTrust::Shadowed
+                evidence::FilterTrust::Shadowed
             } else if crate::policy::current()
                 .trusted_filters
                 .value
                 .iter()
                 .any(|t| t.as_bytes() == driver)
             {
-                plan::FilterTrust::Undefined
+                evidence::FilterTrust::Undefined
             } else {
-                plan::FilterTrust::Untrusted
+                evidence::FilterTrust::Untrusted
             };
-            filtered.push(plan::FilteredPath {
+            filtered.push(evidence::FilteredPath {
                 path,
                 driver,
                 trust,
@@ -744,7 +746,7 @@ impl Engine {
         for e in hidden {
             let ran = filtered
                 .iter()
-                .any(|f| f.path == e.path && f.trust == plan::FilterTrust::Ran);
+                .any(|f| f.path == e.path && f.trust == evidence::FilterTrust::Ran);
             if !(ran && self.hidden_entry_matches_filtered(rg, wt, &e)?) {
                 differs.push(e.path);
             }
@@ -754,7 +756,7 @@ impl Engine {
             .filter(|o| fs::symlink_metadata(admin.join(o)).is_ok())
             .map(|o| (*o).to_string())
             .collect();
-        Ok(plan::ContentEvidence {
+        Ok(evidence::ContentEvidence {
             status,
             hidden: differs,
             ops,
@@ -1135,7 +1137,7 @@ impl Engine {
         };
         let reason = String::from_utf8_lossy(&reason);
         let lock = git::admin::classify_lock(Some(&reason), &held.rec.id, self.reg.root().path());
-        if lock != plan::LockSeen::Ours {
+        if lock != evidence::LockSeen::Ours {
             return Ok(false);
         }
         ops::worktree_unlock(&held.rg, repo, &held.wt)?;

@@ -89,14 +89,14 @@ impl SeenLeases {
 
     /// What `/proc` shows of record `r`'s lease (a removed record's lease
     /// file was unlinked: its inode number may name another file now).
-    pub(super) fn of_record(&self, r: &Record) -> crate::plan::LeaseSeen {
+    pub(super) fn of_record(&self, r: &Record) -> crate::model::evidence::LeaseSeen {
         let Some(l) = r.lease.as_ref().filter(|_| r.state != State::Removed) else {
-            return crate::plan::LeaseSeen {
+            return crate::model::evidence::LeaseSeen {
                 complete: true,
                 ..Default::default()
             };
         };
-        crate::plan::LeaseSeen {
+        crate::model::evidence::LeaseSeen {
             pids: self.holders.get(&l.id()).cloned().unwrap_or_default(),
             lock: self
                 .flocks
@@ -110,17 +110,20 @@ impl SeenLeases {
 /// `holders` (pids with a descriptor on the lease) and `locked`: `shared`
 /// or `exclusive` when `/proc/locks` lists that flock on it, `none`, or
 /// `unknown` when this `/proc` cannot show every lock and none is listed.
-pub(super) fn record_json(r: &Record, seen: &crate::plan::LeaseSeen) -> serde_json::Value {
+pub(super) fn record_json(
+    r: &Record,
+    seen: &crate::model::evidence::LeaseSeen,
+) -> serde_json::Value {
     let mut v = serde_json::to_value(r).expect("a record serializes");
     v["holders"] = serde_json::json!(seen.pids);
     v["locked"] = serde_json::json!(locked_word(seen));
     v
 }
 
-pub(super) fn locked_word(seen: &crate::plan::LeaseSeen) -> &'static str {
+pub(super) fn locked_word(seen: &crate::model::evidence::LeaseSeen) -> &'static str {
     match seen.lock {
-        Some(crate::plan::FlockSeen::Shared) => "shared",
-        Some(crate::plan::FlockSeen::Exclusive) => "exclusive",
+        Some(crate::model::evidence::FlockSeen::Shared) => "shared",
+        Some(crate::model::evidence::FlockSeen::Exclusive) => "exclusive",
         None if seen.complete || !seen.pids.is_empty() => "none",
         None => "unknown",
     }

@@ -3,8 +3,8 @@
 use super::exit;
 use crate::error::Result;
 use crate::git::Git;
+use crate::model::reason::Disposition;
 use crate::paths::StateRoot;
-use crate::plan::Disposition;
 use crate::registry::Registry;
 use std::path::Path;
 

@@ -4,9 +4,9 @@ use super::exit;
 use super::target::{self, Target};
 use crate::error::{Error, Result};
 use crate::git::Git;
+use crate::model::reason::Disposition;
 use crate::model::report::{GitInfo, RetireReport, TargetReport};
 use crate::paths::StateRoot;
-use crate::plan::Disposition;
 use crate::registry::{Loaded, Registry, State};
 use crate::retire::Engine;
 
@@ -303,13 +303,13 @@ pub(super) fn render_target(t: &TargetReport) -> Vec<String> {
 pub(super) fn unrecorded(t: &str, path: &std::path::Path, main: bool) -> TargetReport {
     let shown = path.to_string_lossy().into_owned();
     let hold = if main {
-        crate::plan::Hold::new(
-            crate::plan::HoldReason::ProtectedPath,
+        crate::model::reason::Hold::new(
+            crate::model::reason::HoldReason::ProtectedPath,
             format!("`{t}` is a repository's main worktree, which lease never records or removes"),
         )
     } else {
-        crate::plan::Hold::new(
-            crate::plan::HoldReason::NotRecorded,
+        crate::model::reason::Hold::new(
+            crate::model::reason::HoldReason::NotRecorded,
             format!("`{t}` has no lease record"),
         )
     };

@@ -16,7 +16,7 @@ use std::fs;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use crate::plan::LockSeen;
+use crate::model::evidence::LockSeen;
 
 /// Per-worktree ref namespaces git deletes with the worktree (git-worktree(1) REFS).
 pub const PRIVATE_REFS: &[&str] = &["refs/worktree/", "refs/bisect/", "refs/rewritten/"];

@@ -18,7 +18,7 @@ use crate::git::parse::{
     parse_ls_remote, parse_oids, parse_status, parse_worktrees,
 };
 use crate::git::{Git, Output, RepoGit};
-use crate::plan::StatusEntry;
+use crate::model::evidence::StatusEntry;
 
 /// How `git worktree add` sees repository config.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -6,8 +6,8 @@ use std::ffi::OsString;
 use std::os::unix::ffi::OsStringExt;
 use std::path::PathBuf;
 
-use crate::git::TrustedFilter;
-use crate::plan::StatusEntry;
+use crate::model::evidence::StatusEntry;
+use crate::model::evidence::TrustedFilter;
 
 /// Parses `git version 2.47.3` (and vendor suffixes) into (major, minor).
 pub fn parse_version(s: &str) -> Option<(u32, u32)> {

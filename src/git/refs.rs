@@ -5,7 +5,7 @@ use std::path::Path;
 
 use crate::error::{Error, Result};
 use crate::git::{RepoGit, ops};
-use crate::plan::HoldReason;
+use crate::model::reason::HoldReason;
 
 /// The trusted remote (SPEC/Words): `configured` (config
 /// `trusted_remote`) if set, and none if no such remote exists; else

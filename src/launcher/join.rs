@@ -32,8 +32,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::error::{Error, Result};
+use crate::model::reason::{self, HoldReason};
 use crate::paths::StateRoot;
-use crate::plan::{self, HoldReason};
+use crate::plan;
 use crate::registry::{FileId, Loaded, Registry, State};
 
 /// The lease a process was started in, as `lease exec` described it in the
@@ -177,7 +178,7 @@ pub fn join(ticket: &Ticket, command: Vec<OsString>) -> Result<Joined> {
     crate::paths::check_private_dir(&root.join("leases"), false)?;
     let uid = crate::os::process::euid();
     let lease = &ticket.lease;
-    let refuse = |h: plan::Hold| Error::refused(h.reason, h.detail);
+    let refuse = |h: reason::Hold| Error::refused(h.reason, h.detail);
     let f = crate::os::lease::open_checked(lease, uid).map_err(refuse)?;
     match crate::os::lease::try_shared(&f) {
         Ok(true) => {}

@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-use crate::plan::{Disposition, Hold, HoldReason};
+use crate::model::reason::{Disposition, Hold, HoldReason};
 use crate::registry::{Archive, BranchCleanup, Tombstone};
 
 /// The outcome of retiring one target.
@@ -34,7 +34,7 @@ pub struct TargetReport {
     /// ran, as the user's git config defines them (SPEC "Truthful content
     /// probes").
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub filters: Vec<crate::git::TrustedFilter>,
+    pub filters: Vec<crate::model::evidence::TrustedFilter>,
     /// An error lease hit while deciding (the target then counts as failed, exit 3).
     pub error: Option<String>,
 }

@@ -220,7 +220,9 @@ fn abandon_tree(reg: &Registry, git: Git, p: Prepared, why: &str) -> Error {
         Ok((State::Terminal, _)) => {
             let t = Engine::new(reg.clone(), git, false).retire(&p.id);
             match t.disposition {
-                crate::plan::Disposition::Removed => "the new worktree was retired".to_string(),
+                crate::model::reason::Disposition::Removed => {
+                    "the new worktree was retired".to_string()
+                }
                 _ => format!(
                     "the new worktree `{}` stays (record {}, terminal): `lease retire {}`",
                     p.worktree.display(),

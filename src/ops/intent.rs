@@ -23,8 +23,8 @@
 //! overrides a gate: its completion is the ordinary retire, which may hold.
 
 use crate::git::Git;
+use crate::model::reason::{Disposition, Hold};
 use crate::model::report::TargetReport;
-use crate::plan::{Disposition, Hold};
 use crate::registry::{Intent, Loaded, Record, Registry, State};
 use crate::retire::Engine;
 

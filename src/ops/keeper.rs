@@ -34,8 +34,8 @@ use std::os::fd::OwnedFd;
 
 use crate::error::{Error, IoResultExt, Result};
 use crate::git::Git;
+use crate::model::reason::HoldReason;
 use crate::os::process;
-use crate::plan::HoldReason;
 use crate::registry::{Bound, Outcome, Registry, State};
 
 /// What a keeper writes on its readiness pipe once it holds the lease.
@@ -113,7 +113,7 @@ fn hold(a: &KeeperArgs) -> Result<Holding> {
     };
     let reg = Registry::new(root);
     let rec = reg.get(&a.id)?;
-    let refused = |h: crate::plan::Hold| Error::refused(h.reason, h.detail);
+    let refused = |h: crate::model::reason::Hold| Error::refused(h.reason, h.detail);
     let lease_id = rec.lease.clone().ok_or_else(|| {
         Error::refused(
             HoldReason::LeaseMissing,

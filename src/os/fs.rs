@@ -26,7 +26,7 @@ use std::os::fd::OwnedFd;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::Path;
 
-use crate::plan::Seen;
+use crate::model::evidence::Seen;
 
 /// The flags every untrusted open adds to its access mode.
 pub const UNTRUSTED_OPEN_FLAGS: i32 = libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY;

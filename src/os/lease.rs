@@ -17,7 +17,9 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 use crate::error::{IoResultExt, Result};
-use crate::plan::{self, Hold, LockOutcome};
+use crate::model::evidence::LockOutcome;
+use crate::model::reason::{self, Hold};
+use crate::plan;
 use crate::registry::FileId;
 
 /// Creates a new lease file at `path` (which must not exist): 0600, regular,
@@ -59,14 +61,14 @@ pub fn open_checked(lease: &FileId, uid: u32) -> Result<File, Hold> {
         .open(&path)
         .map_err(|e| {
             Hold::new(
-                plan::HoldReason::LeaseIdentity,
+                reason::HoldReason::LeaseIdentity,
                 format!("cannot open lease file `{}`: {e}", path.display()),
             )
         })?;
     plan::check_lease_seen(lease.id(), uid, crate::os::fs::fstat(&f))?;
     if !lease.same_birth(&f.metadata().ok()) {
         return Err(Hold::new(
-            plan::HoldReason::LeaseIdentity,
+            reason::HoldReason::LeaseIdentity,
             format!(
                 "lease file `{}` was recreated: same inode number, another birth time",
                 path.display()
@@ -135,7 +137,7 @@ pub fn try_exclusive_checked(lease: &FileId, uid: u32) -> Result<File, Hold> {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::plan::HoldReason;
+    use crate::model::reason::HoldReason;
 
     #[test]
     fn create_is_private_and_exclusive() {

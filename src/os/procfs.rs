@@ -27,8 +27,8 @@ use std::path::{Path, PathBuf};
 
 use rustix::fs::{AtFlags, StatxFlags};
 
+use crate::model::evidence::{FlockSeen, Inventory, LeaseSeen, ProcEvidence};
 use crate::os::process::Shared;
-use crate::plan::{FlockSeen, Inventory, LeaseSeen, ProcEvidence};
 
 /// A file's identity: `(st_dev, st_ino)`.
 pub type Id = (u64, u64);

@@ -13,7 +13,8 @@ use std::path::Path;
 use rustix::fs::{AtFlags, Mode, OFlags, ResolveFlags, StatxAttributes, StatxFlags};
 
 use super::fs::is_canonical;
-use crate::plan::{Hold, HoldReason, Inventory};
+use crate::model::evidence::Inventory;
+use crate::model::reason::{Hold, HoldReason};
 
 /// Opens the worktree `name` directly below `root` as a directory
 /// descriptor, resolving without following any symlink and without crossing

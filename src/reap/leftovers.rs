@@ -226,9 +226,11 @@ fn own_file(path: &Path) -> bool {
 fn lease_file_free(path: &Path) -> Result<fs::File, String> {
     let f = crate::os::fs::open_regular(path).map_err(|e| format!("cannot open: {e}"))?;
     match crate::os::lease::try_exclusive(&f) {
-        crate::plan::LockOutcome::Acquired => {}
-        crate::plan::LockOutcome::Busy => return Err("its lease is held".into()),
-        crate::plan::LockOutcome::Error(e) => return Err(format!("cannot lock it: {e}")),
+        crate::model::evidence::LockOutcome::Acquired => {}
+        crate::model::evidence::LockOutcome::Busy => return Err("its lease is held".into()),
+        crate::model::evidence::LockOutcome::Error(e) => {
+            return Err(format!("cannot lock it: {e}"));
+        }
     }
     let seen = crate::os::fs::fstat(&f).ok_or("cannot fstat it")?;
     let (pids, _) = crate::os::procfs::holders((seen.dev, seen.ino));

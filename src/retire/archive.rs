@@ -10,7 +10,8 @@ use std::path::{Path, PathBuf};
 use super::{Engine, Held, Reach};
 use crate::error::{IoResultExt, Result};
 use crate::git::{RepoGit, ops};
-use crate::plan::{self, Hold, HoldReason};
+use crate::model::evidence;
+use crate::model::reason::{Hold, HoldReason};
 use crate::registry::{Archive, Record};
 
 impl Engine {
@@ -416,7 +417,7 @@ pub(super) fn bundle_changed(a: &Archive, file: Option<&fs::File>) -> Option<Hol
 /// prefix would miss a bind mount or a symlinked ancestor).
 pub(super) fn archive_outside(
     root: &crate::paths::StateRoot,
-    inv: &plan::Inventory,
+    inv: &evidence::Inventory,
 ) -> Result<(), Hold> {
     let dir = root.archives();
     for a in dir.ancestors() {

@@ -17,7 +17,8 @@ use std::path::PathBuf;
 use super::{Engine, Held, Reach};
 use crate::error::Result;
 use crate::git::{self, ops};
-use crate::plan::{self, Hold, HoldReason};
+use crate::model::reason::{Hold, HoldReason};
+use crate::plan;
 use crate::registry::{Archive, BranchCleanup};
 
 impl Engine {

@@ -39,7 +39,8 @@ use std::path::{Path, PathBuf};
 
 use super::{Engine, Reach};
 use crate::git::{RepoGit, ops};
-use crate::plan::{self, Hold, HoldReason};
+use crate::model::reason::{Hold, HoldReason};
+use crate::plan;
 use crate::registry::{Record, RemoteRefs};
 
 impl Engine {
