@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::error::{IoResultExt, Result};
+use crate::model::fmt::{hex, sha256_hex};
 use crate::model::reason::HoldReason;
 use crate::paths::StateRoot;
 use crate::registry::State;
@@ -149,7 +150,7 @@ impl Audit {
         f.lock().at_do("cannot lock", &self.path)?;
         let tail = read_tail(&mut f).at_do("cannot read", &self.path)?;
         let line = Line {
-            time: crate::registry::now(),
+            time: crate::model::fmt::now(),
             event,
             torn: tail.torn.iter().map(|t| torn_of(t)).collect(),
             prev: tail
@@ -255,16 +256,6 @@ fn read_tail(f: &mut fs::File) -> std::io::Result<Tail> {
         }
         window = (window * 4).min(MAX_TAIL_BYTES);
     }
-}
-
-/// Returns the lowercase hex sha256 of `bytes`.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    hex(&Sha256::digest(bytes))
-}
-
-/// Formats bytes as lowercase hex.
-pub fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// How the chain breaks at a line ([`verify`]).

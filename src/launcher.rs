@@ -191,7 +191,7 @@ pub(crate) fn own_session() -> Result<Session> {
     Ok(Session {
         pid,
         start_time,
-        started_at: crate::registry::now(),
+        started_at: crate::model::fmt::now(),
         ended_at: None,
         outcome: None,
         bound: None,
@@ -285,7 +285,7 @@ pub fn adopt_only(path: &Path, owner: Option<Owner>) -> Result<AdoptReport> {
     };
     let p = adopt(&reg, &git, &wt, &req, session)?;
     let state = reg.update(&p.id, |r| {
-        let now = crate::registry::now();
+        let now = crate::model::fmt::now();
         if let Some(s) = r
             .sessions
             .iter_mut()
@@ -356,7 +356,7 @@ pub(crate) fn repo_dir_name(common: &Path) -> String {
     let name = name
         .map(|n| n.to_string_lossy().trim_end_matches(".git").to_string())
         .unwrap_or_default();
-    let hash = crate::audit::sha256_hex(common.as_os_str().as_bytes());
+    let hash = crate::model::fmt::sha256_hex(common.as_os_str().as_bytes());
     format!(
         "{}-{}",
         if name.is_empty() { "repo" } else { &name },
@@ -448,7 +448,7 @@ fn abandon(reg: &Registry, id: &str, why: &str) {
                 .map(|w| w.path.clone())
                 .unwrap_or_default(),
             id: r.id.clone(),
-            removed_at: crate::registry::now(),
+            removed_at: crate::model::fmt::now(),
             bytes_reclaimed: 0,
             free_before: 0,
             free_after: 0,
@@ -791,7 +791,7 @@ fn added_or_kept(reg: &Registry, id: &str, wt: &Path, added: Result<Added>) -> R
     let wt_id = file_id(wt).ok();
     let me = std::process::id();
     let noted = reg.update(id, |r| {
-        let now = crate::registry::now();
+        let now = crate::model::fmt::now();
         let outcome = Outcome {
             code: None,
             signal: None,
@@ -1222,7 +1222,7 @@ fn run(reg: &Registry, git: Git, p: Prepared, req: &ExecRequest) -> Result<ExecR
     let outcome = Outcome {
         code,
         signal,
-        at: crate::registry::now(),
+        at: crate::model::fmt::now(),
         head,
         error: notes
             .iter()

@@ -52,8 +52,9 @@ use serde::Serialize;
 
 use crate::error::{Error, IoResultExt, Result};
 use crate::git::{self, Git};
+use crate::model::fmt::lossless;
 use crate::model::reason::{Hold, HoldReason};
-use crate::model::report::{GitInfo, TargetReport, lossless};
+use crate::model::report::{GitInfo, TargetReport};
 use crate::paths::StateRoot;
 use crate::registry::{FileId, Loaded, Origin, Record, Registry, State, Tombstone};
 use crate::retire::{Engine, free_bytes};
@@ -646,7 +647,7 @@ impl Reaper<'_> {
                 .map(|p| p.to_string_lossy().into_owned())
                 .unwrap_or_default(),
             id: rec.id.clone(),
-            removed_at: crate::registry::now(),
+            removed_at: crate::model::fmt::now(),
             bytes_reclaimed: 0,
             free_before: 0,
             free_after: 0,
@@ -933,7 +934,7 @@ impl Reaper<'_> {
                 let tomb = Tombstone {
                     path: wt.path.clone(),
                     id: rec.id.clone(),
-                    removed_at: crate::registry::now(),
+                    removed_at: crate::model::fmt::now(),
                     bytes_reclaimed: 0,
                     free_before: 0,
                     free_after: free_bytes(&rec.root.path()),

@@ -24,6 +24,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::audit::{Audit, Event};
 use crate::error::{Error, IoResultExt, Result};
+use crate::model::fmt::now;
 use crate::model::reason::HoldReason;
 use crate::paths::StateRoot;
 
@@ -1005,11 +1006,6 @@ pub fn new_id() -> Result<String> {
         source: std::io::Error::other(e.to_string()),
     })?;
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
-}
-
-/// Returns the current time as RFC 3339 UTC with seconds.
-pub fn now() -> String {
-    humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
 }
 
 /// A planned record of a created worktree under `/r` (repository

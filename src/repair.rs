@@ -25,8 +25,8 @@ use serde::Serialize;
 use crate::audit::{Audit, Event};
 use crate::error::{Error, Result};
 use crate::git::{self, Git};
+use crate::model::fmt::lossless;
 use crate::model::reason::{Disposition, Hold, HoldReason};
-use crate::model::report::lossless;
 use crate::registry::{Loaded, Record, Registry, State, Tombstone};
 
 /// What `lease repair` found and will do.
@@ -586,7 +586,7 @@ pub fn apply(reg: Option<&Registry>, git: &Git, plan: RepairPlan) -> Result<Repa
         let tomb = Tombstone {
             path: report.plan.path.clone(),
             id: rec.id.clone(),
-            removed_at: crate::registry::now(),
+            removed_at: crate::model::fmt::now(),
             bytes_reclaimed: 0,
             free_before: 0,
             free_after: 0,

@@ -368,7 +368,7 @@ pub fn restore(req: &RestoreRequest) -> Result<RestoreReport> {
     let worktree = crate::paths::utf8(&wt)?;
     crate::os::fault::point("restore-created");
     let receipt = serde_json::json!({
-        "at": crate::registry::now(),
+        "at": crate::model::fmt::now(),
         "record": id,
         "head": head,
         "branch": branch,

@@ -361,7 +361,7 @@ impl Engine {
                 let paths: Vec<String> = held
                     .rebuildable
                     .iter()
-                    .map(|p| crate::model::report::lossless(p))
+                    .map(|p| crate::model::fmt::lossless(p))
                     .collect();
                 report.detail.push(format!(
                     "would delete rebuildable output: {}",
@@ -1094,7 +1094,7 @@ impl Engine {
         let tomb = Tombstone {
             path: wt_id.path.clone(),
             id: id.clone(),
-            removed_at: crate::registry::now(),
+            removed_at: crate::model::fmt::now(),
             bytes_reclaimed: bytes,
             free_before,
             free_after: free_bytes(&held.rec.root.path()),
@@ -1103,7 +1103,7 @@ impl Engine {
                 "durable": reach.durable.as_ref().map(|(r, o)| serde_json::json!({"ref": r, "oid": o})),
                 "unique_commits": reach.unique.len(),
                 "confirmed_remote_tips": reach.confirmed,
-                "rebuildable_deleted": held.rebuildable.iter().map(|p| crate::model::report::lossless(p)).collect::<Vec<_>>(),
+                "rebuildable_deleted": held.rebuildable.iter().map(|p| crate::model::fmt::lossless(p)).collect::<Vec<_>>(),
                 "archive": held.rec.archive.as_ref().map(|a| a.location.clone()),
                 "archival_refs": report.archive.as_ref().and_then(|a| a.remote.as_ref()).map(|r| serde_json::json!({"url": r.url, "refs": r.refs})),
                 "git": {"path": self.git.path().to_string_lossy(), "version": self.git.version()},

@@ -2,6 +2,8 @@
 
 use std::borrow::Cow;
 
+use sha2::{Digest, Sha256};
+
 /// Escapes the control characters of `s` for human output (SPEC "Bad input
 /// and faults": control characters in names are escaped in human output,
 /// JSON keeps them exact): `\n`, `\r` and `\t` by name, every other C0
@@ -29,6 +31,55 @@ pub fn escape_controls(s: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// Formats path bytes losslessly: UTF-8 as is; otherwise an escaped form
+/// followed by the raw bytes in base64 (SPEC/Record).
+pub fn lossless(bytes: &[u8]) -> String {
+    match std::str::from_utf8(bytes) {
+        Ok(s) => s.to_string(),
+        Err(_) => {
+            let escaped: String = bytes.escape_ascii().to_string();
+            format!("{escaped} (base64:{})", base64(bytes))
+        }
+    }
+}
+
+/// Standard base64 with padding (RFC 4648 §4).
+fn base64(bytes: &[u8]) -> String {
+    const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(T[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+/// Returns the lowercase hex sha256 of `bytes`.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex(&Sha256::digest(bytes))
+}
+
+/// Formats bytes as lowercase hex.
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Returns the current time as RFC 3339 UTC with seconds.
+pub fn now() -> String {
+    humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -44,5 +95,13 @@ mod tests {
         assert_eq!(escape_controls("\x1b[31mred"), "\\x1b[31mred");
         assert_eq!(escape_controls("\0\x7f"), "\\x00\\x7f");
         assert_eq!(escape_controls("x\u{85}y\u{9b}"), "x\\u{85}y\\u{9b}");
+    }
+
+    #[test]
+    fn lossless_paths() {
+        assert_eq!(lossless(b"a b"), "a b");
+        assert_eq!(lossless(b"\xffx"), "\\xffx (base64:/3g=)");
+        assert_eq!(base64(b"foobar"), "Zm9vYmFy");
+        assert_eq!(base64(b"fo"), "Zm8=");
     }
 }

@@ -207,7 +207,7 @@ fn abandon_tree(reg: &Registry, git: Git, p: Prepared, why: &str) -> Error {
     let outcome = Outcome {
         code: None,
         signal: None,
-        at: crate::registry::now(),
+        at: crate::model::fmt::now(),
         head: None,
         error: None,
         holders: Vec::new(),

@@ -74,7 +74,7 @@ pub fn retire_when_free(reg: &Registry, git: &Git, id: &str, opts: WhenFree) -> 
     }
     let intent = Intent {
         kind: Intent::RETIRE_WHEN_FREE.into(),
-        at: crate::registry::now(),
+        at: crate::model::fmt::now(),
         delete_branch: opts.delete_branch,
         fetch: opts.fetch,
     };

@@ -241,7 +241,7 @@ fn wait_and_end(a: &KeeperArgs, h: Holding) -> Result<()> {
     let outcome = Outcome {
         code: None,
         signal: None,
-        at: crate::registry::now(),
+        at: crate::model::fmt::now(),
         head,
         error: None,
         holders,

@@ -308,7 +308,7 @@ pub fn remove_beneath(top: &OwnedFd, rel: &[u8]) -> Result<(), Hold> {
             HoldReason::NotWritable,
             format!(
                 "cannot delete rebuildable `{}`: {what}",
-                crate::model::report::lossless(rel)
+                crate::model::fmt::lossless(rel)
             ),
         )
     };

@@ -40,7 +40,7 @@ use serde::Serialize;
 
 use super::ReapReport;
 use crate::git::Git;
-use crate::model::report::lossless;
+use crate::model::fmt::lossless;
 use crate::paths::StateRoot;
 use crate::registry::{Loaded, Record, Registry, State};
 

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use super::ReapReport;
 use crate::error::Result;
 use crate::git::{self, Git};
-use crate::model::report::lossless;
+use crate::model::fmt::lossless;
 use crate::paths::StateRoot;
 use crate::registry::{Loaded, Registry, State};
 
@@ -107,7 +107,7 @@ pub(super) fn scan_orphans(
             None
         }
     };
-    let now = crate::registry::now();
+    let now = crate::model::fmt::now();
     let clock = std::time::SystemTime::now();
     let mut seen = BTreeMap::new();
     for o in found.values_mut() {

@@ -51,7 +51,7 @@ impl Engine {
                 commits: reach.unique.len() as u64,
                 refs: reach.tips.iter().cloned().collect(),
                 prerequisites: Vec::new(),
-                verified_at: crate::registry::now(),
+                verified_at: crate::model::fmt::now(),
                 receipts: Vec::new(),
                 remote: None,
             }
@@ -157,7 +157,7 @@ impl Engine {
             commits: reach.unique.len() as u64,
             refs: reach.tips.iter().cloned().collect(),
             prerequisites: header.prerequisites,
-            verified_at: crate::registry::now(),
+            verified_at: crate::model::fmt::now(),
             receipts: Vec::new(),
             remote: None,
         };
@@ -382,7 +382,7 @@ pub(crate) fn fd_sha256(f: &mut fs::File) -> std::io::Result<String> {
         }
         h.update(&buf[..n]);
     }
-    Ok(crate::audit::hex(&h.finalize()))
+    Ok(crate::model::fmt::hex(&h.finalize()))
 }
 
 /// Returns a hold if the bundle changed since it was verified: its bytes,

@@ -80,7 +80,7 @@ impl Engine {
             remote,
             url,
             refs,
-            read_back_at: crate::registry::now(),
+            read_back_at: crate::model::fmt::now(),
         })
     }
 }
