@@ -438,10 +438,10 @@ fn finish(r: Result<u8>, json: bool) -> ExitCode {
 pub(super) fn short_id(id: &str) -> &str {
     static WIDTH: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     let w = *WIDTH.get_or_init(|| {
-        let ids = crate::paths::StateRoot::open_existing()
+        let ids = crate::store::root::StateRoot::open_existing()
             .ok()
             .flatten()
-            .and_then(|r| crate::registry::Registry::new(r).ids().ok())
+            .and_then(|r| crate::store::registry::Registry::new(r).ids().ok())
             .unwrap_or_default();
         id_width(ids)
     });

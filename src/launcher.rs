@@ -38,10 +38,10 @@ use crate::git::{self, Git, RepoGit};
 use crate::model::reason::HoldReason;
 use crate::model::report::TargetReport;
 use crate::os::process::{self, Ended};
-use crate::registry::{
+use crate::retire::{Engine, free_bytes};
+use crate::store::registry::{
     FileId, Origin, Outcome, Owner, Record, Registry, Retention, Session, State,
 };
-use crate::retire::{Engine, free_bytes};
 
 /// The variables git itself clears for a subprocess that works in another
 /// repository (`local_repo_env` in git 2.47 `environment.c`), plus
@@ -176,9 +176,9 @@ pub(crate) struct Prepared {
 /// Refuses, before anything is created, a worktree root that OS cleaners
 /// sweep by age (`/tmp`, `/var/tmp`, `$TMPDIR`) unless config allows it.
 pub(crate) fn check_root_not_temp() -> Result<()> {
-    let state = crate::paths::StateRoot::locate()?;
-    crate::paths::check_not_temp(
-        &crate::paths::worktree_root_of(&state),
+    let state = crate::store::root::StateRoot::locate()?;
+    crate::store::root::check_not_temp(
+        &crate::store::root::worktree_root_of(&state),
         crate::policy::current().allow_temp_worktree_root.value,
     )
 }
@@ -207,7 +207,7 @@ pub fn exec(req: ExecRequest) -> Result<ExecResult> {
         // Before anything is created: a worktree root that OS cleaners sweep.
         check_root_not_temp()?;
     }
-    let root = crate::paths::StateRoot::open_or_create()?;
+    let root = crate::store::root::StateRoot::open_or_create()?;
     let reg = Registry::new(root);
     let git = Git::resolve_lazy()?;
     let session = own_session()?;
@@ -246,8 +246,8 @@ pub struct AdoptReport {
 /// through the gates. A worktree that already has a record is a usage
 /// error naming it.
 pub fn adopt_only(path: &Path, owner: Option<Owner>) -> Result<AdoptReport> {
-    crate::paths::refuse_newline("worktree", path)?;
-    let root = crate::paths::StateRoot::open_or_create()?;
+    crate::store::root::refuse_newline("worktree", path)?;
+    let root = crate::store::root::StateRoot::open_or_create()?;
     let reg = Registry::new(root);
     let git = Git::resolve()?;
     let wt = fs::canonicalize(path)
@@ -255,7 +255,7 @@ pub fn adopt_only(path: &Path, owner: Option<Owner>) -> Result<AdoptReport> {
     let loaded = reg.scan()?;
     check_no_bad_record_names(&loaded, &wt)?;
     let existing = loaded.into_iter().find_map(|l| match l {
-        crate::registry::Loaded::Ok(r)
+        crate::store::registry::Loaded::Ok(r)
             if r.state != State::Removed && r.worktree.as_ref().is_some_and(|w| w.path() == wt) =>
         {
             Some(r.id)
@@ -314,10 +314,10 @@ fn caller_dir(req: &ExecRequest) -> Result<PathBuf> {
         None => std::env::current_dir()
             .map_err(|e| Error::Usage(format!("cannot read the current directory: {e}")))?,
     };
-    crate::paths::refuse_newline("repository", &dir)?;
+    crate::store::root::refuse_newline("repository", &dir)?;
     let dir = fs::canonicalize(&dir)
         .map_err(|e| Error::Usage(format!("repository `{}`: {e}", dir.display())))?;
-    crate::paths::refuse_newline("repository", &dir)?;
+    crate::store::root::refuse_newline("repository", &dir)?;
     Ok(dir)
 }
 
@@ -335,7 +335,7 @@ fn common_dir(git: &Git, dir: &Path) -> Result<PathBuf> {
     // in it, which `first_line` would cut into another repository's path.
     let printed = out.stdout.strip_suffix(b"\n").unwrap_or(&out.stdout);
     let p = PathBuf::from(std::ffi::OsStr::from_bytes(printed));
-    crate::paths::refuse_newline("git directory", &p)?;
+    crate::store::root::refuse_newline("git directory", &p)?;
     fs::canonicalize(&p).at(&p)
 }
 
@@ -441,7 +441,7 @@ fn abandon(reg: &Registry, id: &str, why: &str) {
         if let Some(l) = &r.lease {
             let _ = fs::remove_file(l.path());
         }
-        r.tombstone = Some(crate::registry::Tombstone {
+        r.tombstone = Some(crate::store::registry::Tombstone {
             path: r
                 .worktree
                 .as_ref()
@@ -479,7 +479,7 @@ pub(crate) fn create(
             common.display()
         )));
     };
-    let id = crate::registry::new_id()?;
+    let id = crate::store::registry::new_id()?;
     let branch = req
         .branch
         .clone()
@@ -493,12 +493,12 @@ pub(crate) fn create(
     let repo_root = wt_root.join(repo_dir_name(&common));
     check_root_outside_worktrees(&rg, &common, &[reg.root().path(), &wt_root])?;
     admit_or_reap(reg, git, req.reap_if_low, &[&wt_root, reg.root().path()])?;
-    crate::paths::make_private_dir(&repo_root)?;
-    crate::paths::check_private_dir(&repo_root, true)?;
+    crate::store::root::make_private_dir(&repo_root)?;
+    crate::store::root::check_private_dir(&repo_root, true)?;
     let owner = owner_of(req)?;
     let mut rec = Record::planned(
         id.clone(),
-        crate::paths::utf8(&common)?,
+        crate::store::root::utf8(&common)?,
         file_id(&repo_root)?,
         Origin::Created,
         Some(branch.clone()),
@@ -562,7 +562,7 @@ pub fn create_restored(
     from: &str,
 ) -> Result<(String, PathBuf)> {
     let rg = git.repo(common)?;
-    let id = crate::registry::new_id()?;
+    let id = crate::store::registry::new_id()?;
     let wt_root = reg.root().worktrees();
     let (root, wt) = match wt {
         Some(p) => {
@@ -576,8 +576,8 @@ pub fn create_restored(
         }
         None => {
             let r = wt_root.join(repo_dir_name(common));
-            crate::paths::make_private_dir(&r)?;
-            crate::paths::check_private_dir(&r, true)?;
+            crate::store::root::make_private_dir(&r)?;
+            crate::store::root::check_private_dir(&r, true)?;
             (r.clone(), r.join(&id))
         }
     };
@@ -599,7 +599,7 @@ pub fn create_restored(
     let owner = crate::policy::current().default_owner();
     let mut rec = Record::planned(
         id.clone(),
-        crate::paths::utf8(common)?,
+        crate::store::root::utf8(common)?,
         file_id(&root)?,
         Origin::Created,
         Some(branch.to_string()),
@@ -681,7 +681,7 @@ fn creation_lock(reg: &Registry, common: &Path) -> Result<fs::File> {
         .root()
         .locks()
         .join(format!("{}.lock", repo_dir_name(common)));
-    crate::paths::lock_private(&lock_path)
+    crate::store::root::lock_private(&lock_path)
 }
 
 /// What a `git worktree add` left.
@@ -838,10 +838,10 @@ fn adopt(
     req: &ExecRequest,
     session: Session,
 ) -> Result<Prepared> {
-    crate::paths::refuse_newline("worktree", path)?;
+    crate::store::root::refuse_newline("worktree", path)?;
     let wt = fs::canonicalize(path)
         .map_err(|e| Error::Usage(format!("cannot adopt `{}`: {e}", path.display())))?;
-    crate::paths::refuse_newline("worktree", &wt)?;
+    crate::store::root::refuse_newline("worktree", &wt)?;
     let common = match crate::git::libgit2::common_of_linked(&wt) {
         Some(c) => c,
         None => common_dir(git, &wt)?,
@@ -869,7 +869,7 @@ fn adopt(
     let loaded = reg.scan()?;
     check_no_bad_record_names(&loaded, &wt)?;
     let existing = loaded.into_iter().find_map(|l| match l {
-        crate::registry::Loaded::Ok(r)
+        crate::store::registry::Loaded::Ok(r)
             if r.state != State::Removed && r.worktree.as_ref().is_some_and(|w| w.path() == wt) =>
         {
             Some(r)
@@ -885,14 +885,14 @@ fn adopt(
     let rg = git.repo(&common)?;
     check_root_outside_worktrees(&rg, &common, &[reg.root().path()])?;
     admit_or_reap(reg, git, req.reap_if_low, &[&parent, reg.root().path()])?;
-    let id = crate::registry::new_id()?;
+    let id = crate::store::registry::new_id()?;
     let branch = e
         .branch
         .as_ref()
         .map(|b| String::from_utf8_lossy(b.strip_prefix(b"refs/heads/").unwrap_or(b)).into_owned());
     let mut rec = Record::planned(
         id.clone(),
-        crate::paths::utf8(&common)?,
+        crate::store::root::utf8(&common)?,
         file_id(&parent)?,
         Origin::Adopted,
         branch,
@@ -938,8 +938,8 @@ fn adopt(
 /// of this state root may name it (SPEC "A lease every tool can see"):
 /// lease never changes such a record, and a second one would lease the
 /// same tree twice (exit 3, naming the record file).
-fn check_no_bad_record_names(loaded: &[crate::registry::Loaded], wt: &Path) -> Result<()> {
-    match crate::registry::bad_record_naming(loaded, wt) {
+fn check_no_bad_record_names(loaded: &[crate::store::registry::Loaded], wt: &Path) -> Result<()> {
+    match crate::store::registry::bad_record_naming(loaded, wt) {
         None => Ok(()),
         Some((path, problem)) => Err(Error::Record {
             path,
@@ -1278,7 +1278,7 @@ pub(crate) fn end_session(
     pid: u32,
     outcome: &Outcome,
     keep: Option<Owner>,
-) -> Result<(State, Option<crate::registry::Intent>)> {
+) -> Result<(State, Option<crate::store::registry::Intent>)> {
     // Not fsynced (SPEC invariant 7; docs/record.md "Durability"), except
     // under `--keep`, whose `retained` keeps a reap from retiring the tree.
     let durable = keep.is_some();
@@ -1303,7 +1303,7 @@ pub(crate) fn end_session(
             } else if let Some(owner) = keep {
                 r.retention = Some(Retention {
                     owner,
-                    reason: crate::registry::KEPT_AT_EXIT.into(),
+                    reason: crate::store::registry::KEPT_AT_EXIT.into(),
                     until: None,
                 });
                 r.set_state(State::Retained)?;

@@ -32,7 +32,6 @@
 //! `os::fault`. `metrics` reads a state root for Prometheus; `progress` reports
 //! long steps to a sink the CLI installs on a terminal.
 
-pub mod audit;
 pub mod cli;
 pub mod error;
 pub mod git;
@@ -42,15 +41,14 @@ pub mod metrics;
 pub mod model;
 pub mod ops;
 pub mod os;
-pub mod paths;
 pub mod plan;
 pub mod policy;
 pub mod progress;
 pub mod reap;
-pub mod registry;
 pub mod repair;
 pub mod restore;
 pub mod retire;
+pub mod store;
 #[cfg(test)]
 mod testing;
 

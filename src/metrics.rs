@@ -12,7 +12,7 @@ use std::fs;
 use std::path::Path;
 
 use crate::error::{IoResultExt, Result};
-use crate::registry::{Loaded, Registry, State};
+use crate::store::registry::{Loaded, Registry, State};
 
 /// What `lease metrics` exports, gathered from one scan of a state root.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

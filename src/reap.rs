@@ -55,9 +55,9 @@ use crate::git::{self, Git};
 use crate::model::fmt::lossless;
 use crate::model::reason::{Hold, HoldReason};
 use crate::model::report::{GitInfo, TargetReport};
-use crate::paths::StateRoot;
-use crate::registry::{FileId, Loaded, Origin, Record, Registry, State, Tombstone};
 use crate::retire::{Engine, free_bytes};
+use crate::store::registry::{FileId, Loaded, Origin, Record, Registry, State, Tombstone};
+use crate::store::root::StateRoot;
 
 mod leftovers;
 mod scan;
@@ -265,7 +265,7 @@ pub struct ReaperLock {
 pub fn lock_reaper(root: &StateRoot, create: bool) -> Result<ReaperLock> {
     let path = root.locks().join("reap.lock");
     // Never through a symlink, never waiting on a FIFO, regular files only.
-    let Some(file) = crate::paths::open_lock_file(&path, create, create)? else {
+    let Some(file) = crate::store::root::open_lock_file(&path, create, create)? else {
         return Ok(ReaperLock { _file: None });
     };
     match file.try_lock() {
@@ -1077,7 +1077,7 @@ mod tests {
         let root = StateRoot::at(base.path().join("state"));
         fs::create_dir_all(root.worktrees()).unwrap();
         // A record whose root is on another filesystem (procfs) adds it.
-        let mut rec = crate::registry::sample_record();
+        let mut rec = crate::store::registry::sample_record();
         rec.root.path = "/proc".into();
         rec.state = State::Terminal;
         let live = [Loaded::Ok(Box::new(rec.clone()))];

@@ -22,12 +22,12 @@ use std::path::{Component, Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::audit::{Audit, Event};
 use crate::error::{Error, Result};
 use crate::git::{self, Git};
 use crate::model::fmt::lossless;
 use crate::model::reason::{Disposition, Hold, HoldReason};
-use crate::registry::{Loaded, Record, Registry, State, Tombstone};
+use crate::store::audit::{Audit, Event};
+use crate::store::registry::{Loaded, Record, Registry, State, Tombstone};
 
 /// What `lease repair` found and will do.
 #[derive(Debug, Clone, Serialize)]
@@ -121,7 +121,7 @@ impl RepairReport {
 /// absolute path must not contain `..` (through a symlink it would mean
 /// something else).
 fn absolute(path: &Path) -> Result<PathBuf> {
-    crate::paths::refuse_newline("worktree", path)?;
+    crate::store::root::refuse_newline("worktree", path)?;
     if path.is_absolute() {
         if path.components().any(|c| c == Component::ParentDir) {
             return Err(Error::Usage(format!(
@@ -714,7 +714,7 @@ mod tests {
     }
 
     fn record(state: State) -> Record {
-        let mut r = crate::registry::sample_record();
+        let mut r = crate::store::registry::sample_record();
         r.state = state;
         r
     }
@@ -724,8 +724,8 @@ mod tests {
         let reason = |r: &Record| check_record(r).err().map(|h| h.reason);
         let kept = |state| {
             let mut r = record(state);
-            r.retention = Some(crate::registry::Retention {
-                owner: crate::registry::Owner::parse("human:ann").unwrap(),
+            r.retention = Some(crate::store::registry::Retention {
+                owner: crate::store::registry::Owner::parse("human:ann").unwrap(),
                 reason: "review".into(),
                 until: None,
             });
@@ -742,7 +742,7 @@ mod tests {
         assert_eq!(reason(&record(State::Active)), None);
         let me = std::process::id();
         let mut running = record(State::Active);
-        running.sessions.push(crate::registry::Session {
+        running.sessions.push(crate::store::registry::Session {
             pid: me,
             start_time: crate::os::process::start_time(me).unwrap(),
             started_at: String::new(),
@@ -765,7 +765,7 @@ mod tests {
             .into_iter()
             .map(|state| {
                 let mut r = record(state);
-                r.lease = Some(crate::registry::FileId {
+                r.lease = Some(crate::store::registry::FileId {
                     path: lease.path().to_str().unwrap().into(),
                     dev: m.dev(),
                     ino: m.ino(),

@@ -26,7 +26,7 @@ use serde::Serialize;
 use crate::error::{Error, IoResultExt, Result};
 use crate::git::{self, Git, RepoGit, ops};
 use crate::model::reason::HoldReason;
-use crate::registry::{Archive, Record, Registry};
+use crate::store::registry::{Archive, Record, Registry};
 
 /// What `lease restore` was asked to do.
 #[derive(Debug, Clone)]
@@ -171,10 +171,10 @@ fn verify_bundle_of(reg: &Registry, rg: &RepoGit, rec: &Record, a: &Archive) -> 
 /// Opens the registry and the repository of record `id` for a command that
 /// reads or restores its archive.
 fn open(id: &str) -> Result<(Registry, Git, Record)> {
-    if crate::paths::StateRoot::open_existing()?.is_none() {
+    if crate::store::root::StateRoot::open_existing()?.is_none() {
         return Err(Error::Usage(format!("no record matches `{id}`")));
     }
-    let reg = Registry::new(crate::paths::StateRoot::open_or_create()?);
+    let reg = Registry::new(crate::store::root::StateRoot::open_or_create()?);
     let id = reg.resolve(id)?;
     let rec = reg.get(&id)?;
     let git = Git::resolve()?;
@@ -191,13 +191,13 @@ pub fn verify(id: &str) -> Result<Record> {
 
 /// `lease archives`: every record with an archive.
 pub fn archives() -> Result<Vec<ArchiveEntry>> {
-    let Some(root) = crate::paths::StateRoot::open_existing()? else {
+    let Some(root) = crate::store::root::StateRoot::open_existing()? else {
         return Ok(Vec::new());
     };
     let reg = Registry::new(root);
     let mut out = Vec::new();
     for l in reg.scan()? {
-        let crate::registry::Loaded::Ok(r) = l else {
+        let crate::store::registry::Loaded::Ok(r) = l else {
             continue;
         };
         let Some(a) = &r.archive else { continue };
@@ -272,7 +272,7 @@ fn choose_branch(
     match branch_tip(rg, repo, &alt)? {
         None => Ok(alt),
         Some(at) if at == tip && !busy.contains(&alt) => Ok(alt),
-        Some(at) if at == tip => Ok(format!("{alt}-{}", &crate::registry::new_id()?[..8])),
+        Some(at) if at == tip => Ok(format!("{alt}-{}", &crate::store::registry::new_id()?[..8])),
         Some(at) => Err(moved(&alt, &at)),
     }
 }
@@ -290,7 +290,7 @@ fn checked_out(rg: &RepoGit, repo: &Path) -> Result<Vec<String>> {
 /// `lease restore`.
 pub fn restore(req: &RestoreRequest) -> Result<RestoreReport> {
     if let Some(to) = &req.to {
-        crate::paths::refuse_newline("--to", to)?;
+        crate::store::root::refuse_newline("--to", to)?;
     }
     let (reg, git, rec) = open(&req.id)?;
     let a = archive_of(&rec)?.clone();
@@ -306,8 +306,8 @@ pub fn restore(req: &RestoreRequest) -> Result<RestoreReport> {
     }
     if req.to.is_none() {
         // Into the worktree root, like exec: never one OS cleaners sweep.
-        crate::paths::check_not_temp(
-            &crate::paths::worktree_root_of(reg.root().path()),
+        crate::store::root::check_not_temp(
+            &crate::store::root::worktree_root_of(reg.root().path()),
             crate::policy::current().allow_temp_worktree_root.value,
         )?;
     }
@@ -365,7 +365,7 @@ pub fn restore(req: &RestoreRequest) -> Result<RestoreReport> {
         &rec.id,
     )?;
     let head = ops::require_commit(&rg, &wt, "HEAD")?;
-    let worktree = crate::paths::utf8(&wt)?;
+    let worktree = crate::store::root::utf8(&wt)?;
     crate::os::fault::point("restore-created");
     let receipt = serde_json::json!({
         "at": crate::model::fmt::now(),
@@ -554,7 +554,7 @@ pub fn drop(id: &str, unreachable_ok: bool) -> Result<DropReport> {
         }
         if let Some(dir) = b.parent() {
             let _ = fs::remove_dir(dir); // only if empty
-            let _ = crate::paths::sync_dir(&reg.root().archives());
+            let _ = crate::store::root::sync_dir(&reg.root().archives());
         }
     }
     Ok(DropReport {
@@ -573,7 +573,7 @@ pub fn drop(id: &str, unreachable_ok: bool) -> Result<DropReport> {
 fn drop_remote_refs(
     rg: &RepoGit,
     repo: &Path,
-    r: &crate::registry::RemoteRefs,
+    r: &crate::store::registry::RemoteRefs,
 ) -> Result<Vec<String>> {
     let listed = crate::retire::read_back(rg, repo, &r.url, &r.refs)?;
     let mut doomed: Vec<(String, String)> = Vec::new();

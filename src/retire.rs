@@ -31,7 +31,7 @@ use crate::model::evidence;
 use crate::model::reason::{self, Disposition, Hold, HoldReason};
 use crate::model::report::TargetReport;
 use crate::plan::{self, StateGate};
-use crate::registry::{Archive, Loaded, Record, Registry, State, Tombstone};
+use crate::store::registry::{Archive, Loaded, Record, Registry, State, Tombstone};
 
 mod archive;
 mod branch;
@@ -331,7 +331,11 @@ impl Engine {
         held.inventory = crate::os::walk::inventory(&held.top);
 
         // Gate 4: defense in depth behind the lock.
-        let lease_id = held.rec.lease.as_ref().map(crate::registry::FileId::id);
+        let lease_id = held
+            .rec
+            .lease
+            .as_ref()
+            .map(crate::store::registry::FileId::id);
         if !self.content_only {
             let procs =
                 crate::os::procfs::audit(&held.wt, &held.inventory, lease_id, strict_audit());
@@ -453,7 +457,7 @@ impl Engine {
 
         // Gate 3.
         // An unsafe lease directory means lease cannot work at all (exit 3).
-        crate::paths::check_private_dir(&self.reg.root().leases(), true)?;
+        crate::store::root::check_private_dir(&self.reg.root().leases(), true)?;
         let Some(lease) = rec.lease.clone() else {
             return Ok(Err(vec![Hold::new(
                 HoldReason::LeaseMissing,

@@ -2,7 +2,7 @@
 
 use super::exit;
 use crate::error::Result;
-use crate::registry::Owner;
+use crate::store::registry::Owner;
 
 /// The arguments of `lease adopt`.
 #[derive(Debug, clap::Args)]

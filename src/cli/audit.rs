@@ -2,7 +2,7 @@
 
 use super::exit;
 use crate::error::Result;
-use crate::paths::StateRoot;
+use crate::store::root::StateRoot;
 
 /// The actions of `lease audit`.
 #[derive(Debug, clap::Subcommand)]
@@ -20,7 +20,7 @@ pub(super) enum AuditCmd {
     },
 }
 
-/// Walks the chain of `<state root>/audit.jsonl` ([`crate::audit::verify`]):
+/// Walks the chain of `<state root>/audit.jsonl` ([`crate::store::audit::verify`]):
 /// exit 0 when it is intact (no state root or no log yet counts: nothing
 /// was written), 3 at the first break. Writes nothing.
 pub(super) fn verify(json: bool) -> Result<u8> {
@@ -31,9 +31,9 @@ pub(super) fn verify(json: bool) -> Result<u8> {
     };
     let present = root.is_some() && std::fs::symlink_metadata(&path).is_ok();
     let v = if present {
-        crate::audit::verify(&path)?
+        crate::store::audit::verify(&path)?
     } else {
-        crate::audit::Verified {
+        crate::store::audit::Verified {
             lines: 0,
             broken: None,
             recovered: Vec::new(),

@@ -102,7 +102,7 @@ fn rows(p: &Policy, state: std::result::Result<(String, Source), String>) -> Vec
 
 /// Where the state root comes from (SPEC/Words "state root").
 fn state_root() -> std::result::Result<(String, Source), String> {
-    let path = crate::paths::StateRoot::locate().map_err(|e| e.to_string())?;
+    let path = crate::store::root::StateRoot::locate().map_err(|e| e.to_string())?;
     let set = |k: &str| std::env::var_os(k).is_some_and(|v| !v.is_empty());
     let source = if set("LEASE_HOME") {
         Source::Env("LEASE_HOME".into())

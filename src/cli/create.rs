@@ -9,9 +9,9 @@ use crate::error::{Error, Result};
 use crate::git::Git;
 use crate::model::report::{GitInfo, RetireReport};
 use crate::ops::create::CreateRequest;
-use crate::paths::StateRoot;
-use crate::registry::{Bound, Owner, Registry};
 use crate::retire::Engine;
+use crate::store::registry::{Bound, Owner, Registry};
+use crate::store::root::StateRoot;
 
 /// The arguments of `lease create`.
 #[derive(Debug, clap::Args)]

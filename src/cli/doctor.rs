@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use super::exit;
 use crate::error::Result;
 use crate::git::Git;
-use crate::paths::StateRoot;
+use crate::store::root::StateRoot;
 
 /// The arguments of `lease doctor`.
 #[derive(Debug, clap::Args)]

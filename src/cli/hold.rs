@@ -2,8 +2,8 @@
 
 use super::exit;
 use crate::error::{Error, Result};
-use crate::paths::StateRoot;
-use crate::registry::{Owner, Registry};
+use crate::store::registry::{Owner, Registry};
+use crate::store::root::StateRoot;
 
 /// The arguments of `lease hold`.
 #[derive(Debug, clap::Args)]

@@ -34,9 +34,9 @@ use crate::git::Git;
 use crate::model::report::TargetReport;
 use crate::ops::create::CreateRequest;
 use crate::ops::hook::{BindFrom, HookEnv, bound_process, observe};
-use crate::paths::StateRoot;
-use crate::registry::{Owner, Registry};
 use crate::retire::Engine;
+use crate::store::registry::{Owner, Registry};
+use crate::store::root::StateRoot;
 
 /// The arguments of `lease hook`.
 #[derive(Debug, clap::Args)]

@@ -2,8 +2,8 @@
 
 use super::exit;
 use crate::error::Result;
-use crate::paths::StateRoot;
-use crate::registry::{Loaded, Record, Registry, State};
+use crate::store::registry::{Loaded, Record, Registry, State};
+use crate::store::root::StateRoot;
 
 /// The arguments of `lease list`.
 #[derive(Debug, clap::Args)]

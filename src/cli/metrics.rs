@@ -4,8 +4,8 @@ use std::path::Path;
 
 use super::exit;
 use crate::error::{Error, Result};
-use crate::paths::StateRoot;
-use crate::registry::Registry;
+use crate::store::registry::Registry;
+use crate::store::root::StateRoot;
 
 /// The arguments of `lease metrics`.
 #[derive(Debug, clap::Args)]
@@ -45,7 +45,7 @@ pub(super) fn metrics(out: Option<&Path>, json: bool) -> Result<u8> {
             // bare file name relative to the current directory explicit.
             let path = std::path::absolute(path)
                 .map_err(|e| Error::Usage(format!("cannot resolve `{}`: {e}", path.display())))?;
-            crate::paths::write_atomic_mode(&path, text.as_bytes(), 0o644)?;
+            crate::store::root::write_atomic_mode(&path, text.as_bytes(), 0o644)?;
             if json {
                 out_raw!(
                     "{}",
@@ -60,7 +60,7 @@ pub(super) fn metrics(out: Option<&Path>, json: bool) -> Result<u8> {
 /// The counts of `s` as JSON: `records` by state name, `unreadable`,
 /// `archives`, `archive_bytes`, `reclaimed_bytes` (bytes).
 fn snapshot_json(s: &crate::metrics::Snapshot) -> serde_json::Value {
-    let records: serde_json::Map<String, serde_json::Value> = crate::registry::State::ALL
+    let records: serde_json::Map<String, serde_json::Value> = crate::store::registry::State::ALL
         .iter()
         .zip(s.records)
         .map(|(st, n)| (st.name().to_string(), serde_json::json!(n)))

@@ -3,7 +3,7 @@
 use super::exit;
 use crate::error::Result;
 use crate::git::Git;
-use crate::paths::StateRoot;
+use crate::store::root::StateRoot;
 
 /// The arguments of `lease reap`.
 #[derive(Debug, clap::Args)]

@@ -4,8 +4,8 @@ use super::exit;
 use crate::error::Result;
 use crate::git::Git;
 use crate::model::reason::Disposition;
-use crate::paths::StateRoot;
-use crate::registry::Registry;
+use crate::store::registry::Registry;
+use crate::store::root::StateRoot;
 use std::path::Path;
 
 /// The arguments of `lease repair`.

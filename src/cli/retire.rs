@@ -6,9 +6,9 @@ use crate::error::{Error, Result};
 use crate::git::Git;
 use crate::model::reason::Disposition;
 use crate::model::report::{GitInfo, RetireReport, TargetReport};
-use crate::paths::StateRoot;
-use crate::registry::{Loaded, Registry, State};
 use crate::retire::Engine;
+use crate::store::registry::{Loaded, Registry, State};
+use crate::store::root::StateRoot;
 
 /// The arguments of `lease retire`.
 #[derive(Debug, clap::Args)]

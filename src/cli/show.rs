@@ -3,8 +3,8 @@
 use super::exit;
 use super::list::{SeenLeases, locked_word, record_json};
 use crate::error::{Error, Result};
-use crate::paths::StateRoot;
-use crate::registry::{Registry, State};
+use crate::store::registry::{Registry, State};
+use crate::store::root::StateRoot;
 
 /// The arguments of `lease show`.
 #[derive(Debug, clap::Args)]

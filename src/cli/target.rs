@@ -13,7 +13,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
-use crate::registry::{Loaded, Registry, State};
+use crate::store::registry::{Loaded, Registry, State};
 
 /// What a target names.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -83,7 +83,7 @@ fn resolve_quietly(reg: &Registry, t: &str) -> Result<Target> {
     if looks_like_id(t) {
         return reg.resolve(t).map(Target::Id);
     }
-    crate::paths::refuse_newline("worktree", Path::new(t))?;
+    crate::store::root::refuse_newline("worktree", Path::new(t))?;
     if t.is_empty() {
         return Err(Error::Usage(
             "an empty target names nothing; name a record id or a worktree's top directory".into(),
@@ -169,7 +169,7 @@ pub(super) fn id_or_path(t: &str) -> Result<String> {
         remember(Some(t), None);
         return Ok(t.to_string());
     }
-    let Some(root) = crate::paths::StateRoot::open_existing()? else {
+    let Some(root) = crate::store::root::StateRoot::open_existing()? else {
         return Err(Error::Usage(format!("no record matches `{t}`")));
     };
     resolve_id(&Registry::new(root), t)

@@ -19,7 +19,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::registry::Registry;
+use crate::store::registry::Registry;
 
 /// The record id and canonical worktree path git's lock on `path` names in
 /// this state root; `None` sends the caller to the full adopt (no lock, a

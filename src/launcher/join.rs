@@ -33,9 +33,9 @@ use std::process::Command;
 
 use crate::error::{Error, Result};
 use crate::model::reason::{self, HoldReason};
-use crate::paths::StateRoot;
 use crate::plan;
-use crate::registry::{FileId, Loaded, Registry, State};
+use crate::store::registry::{FileId, Loaded, Registry, State};
+use crate::store::root::StateRoot;
 
 /// The lease a process was started in, as `lease exec` described it in the
 /// environment (`LEASE_ID`, `LEASE_FILE`, `LEASE_IDENTITY`).
@@ -73,7 +73,7 @@ impl Ticket {
         let id = id
             .into_string()
             .ok()
-            .filter(|i| crate::registry::is_id(i))
+            .filter(|i| crate::store::registry::is_id(i))
             .ok_or_else(|| bad("`LEASE_ID` is not a record id".into()))?;
         let identity = identity.to_string_lossy().into_owned();
         let (dev, ino) = parse_identity(&identity).ok_or_else(|| {
@@ -174,8 +174,8 @@ pub fn join(ticket: &Ticket, command: Vec<OsString>) -> Result<Joined> {
         return Err(Error::Usage("no command given after `--`".into()));
     }
     let root = ticket.state_root()?;
-    crate::paths::check_private_dir(&root, true)?;
-    crate::paths::check_private_dir(&root.join("leases"), false)?;
+    crate::store::root::check_private_dir(&root, true)?;
+    crate::store::root::check_private_dir(&root.join("leases"), false)?;
     let uid = crate::os::process::euid();
     let lease = &ticket.lease;
     let refuse = |h: reason::Hold| Error::refused(h.reason, h.detail);

@@ -32,8 +32,8 @@ use crate::error::{Error, Result};
 use crate::git::Git;
 use crate::launcher::{ExecRequest, Prepared};
 use crate::os::process;
-use crate::registry::{Bound, Outcome, Owner, Registry, State};
 use crate::retire::Engine;
+use crate::store::registry::{Bound, Outcome, Owner, Registry, State};
 
 /// Environment variables a keeper never inherits: hosts find the processes
 /// to kill at the end of a job by them, and a keeper must outlive the job
@@ -85,7 +85,7 @@ pub struct Created {
 pub fn create(req: CreateRequest) -> Result<Created> {
     let bound = bound_of(req.bind_pid)?;
     crate::launcher::check_root_not_temp()?;
-    let root = crate::paths::StateRoot::open_or_create()?;
+    let root = crate::store::root::StateRoot::open_or_create()?;
     let reg = Registry::new(root);
     let git = Git::resolve_lazy()?;
     let session = crate::launcher::own_session()?;
@@ -116,7 +116,7 @@ pub fn create(req: CreateRequest) -> Result<Created> {
             drop(own_fd);
             Ok(Created {
                 id,
-                path: crate::paths::utf8(&worktree)?,
+                path: crate::store::root::utf8(&worktree)?,
                 branch,
                 keeper_pid,
             })

@@ -25,8 +25,8 @@
 use crate::git::Git;
 use crate::model::reason::{Disposition, Hold};
 use crate::model::report::TargetReport;
-use crate::registry::{Intent, Loaded, Record, Registry, State};
 use crate::retire::Engine;
+use crate::store::registry::{Intent, Loaded, Record, Registry, State};
 
 /// The options a `retire --when-free` carries into its completion.
 #[derive(Debug, Clone, Copy, Default)]

@@ -18,7 +18,7 @@
 //! It then sleeps in poll(2) on the pidfd. When the bound process exits it
 //! closes both locks and ends the session as a launcher whose command
 //! exited (`launcher::end_session`: outcome note
-//! [`crate::registry::BOUND_EXITED`], record `terminal` unless another
+//! [`crate::store::registry::BOUND_EXITED`], record `terminal` unless another
 //! launcher lives), and completes a recorded `retire --when-free` intent
 //! ([`crate::ops::intent::complete`]).
 //!
@@ -36,7 +36,7 @@ use crate::error::{Error, IoResultExt, Result};
 use crate::git::Git;
 use crate::model::reason::HoldReason;
 use crate::os::process;
-use crate::registry::{Bound, Outcome, Registry, State};
+use crate::store::registry::{Bound, Outcome, Registry, State};
 
 /// What a keeper writes on its readiness pipe once it holds the lease.
 pub const READY: &str = "ready\n";
@@ -108,7 +108,7 @@ fn hold(a: &KeeperArgs) -> Result<Holding> {
     if !process::is_alive(pid, a.bound.start_time) {
         return Err(gone());
     }
-    let Some(root) = crate::paths::StateRoot::open_existing()? else {
+    let Some(root) = crate::store::root::StateRoot::open_existing()? else {
         return Err(Error::Usage("the state root is gone".into()));
     };
     let reg = Registry::new(root);
@@ -245,7 +245,7 @@ fn wait_and_end(a: &KeeperArgs, h: Holding) -> Result<()> {
         head,
         error: None,
         holders,
-        note: Some(crate::registry::BOUND_EXITED.into()),
+        note: Some(crate::store::registry::BOUND_EXITED.into()),
     };
     let (state, intent) =
         crate::launcher::end_session(&reg, &a.id, std::process::id(), &outcome, None)?;

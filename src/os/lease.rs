@@ -20,7 +20,7 @@ use crate::error::{IoResultExt, Result};
 use crate::model::evidence::LockOutcome;
 use crate::model::reason::{self, Hold};
 use crate::plan;
-use crate::registry::FileId;
+use crate::store::registry::FileId;
 
 /// Creates a new lease file at `path` (which must not exist): 0600, regular,
 /// one link. Returns the open file (read-write, close-on-exec) and its identity.
@@ -41,7 +41,7 @@ pub fn create(path: &Path) -> Result<(File, FileId)> {
         source: std::io::Error::last_os_error(),
     })?;
     let id = FileId {
-        path: crate::paths::utf8(path)?,
+        path: crate::store::root::utf8(path)?,
         dev: seen.dev,
         ino: seen.ino,
         btime: crate::os::fs::birth(&f.metadata().ok()),

@@ -41,8 +41,8 @@ use serde::Serialize;
 use super::ReapReport;
 use crate::git::Git;
 use crate::model::fmt::lossless;
-use crate::paths::StateRoot;
-use crate::registry::{Loaded, Record, Registry, State};
+use crate::store::registry::{Loaded, Record, Registry, State};
+use crate::store::root::StateRoot;
 
 /// What a leftover is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -106,7 +106,7 @@ impl Name {
         match dir {
             Dir::Leases => name
                 .strip_suffix(".lease")
-                .filter(|id| crate::registry::is_id(id))
+                .filter(|id| crate::store::registry::is_id(id))
                 .map(|id| Name::Lease(id.to_string())),
             Dir::Archive => {
                 if let Some(n) = name.strip_suffix(".bundle") {
@@ -118,7 +118,7 @@ impl Name {
             Dir::Scratch => {
                 let (rest, pid) = name.rsplit_once('-')?;
                 let (id, what) = rest.split_once('-')?;
-                (crate::registry::is_id(id) && ["build", "verify"].contains(&what))
+                (crate::store::registry::is_id(id) && ["build", "verify"].contains(&what))
                     .then(|| Some(Name::Scratch(id.to_string(), pid.parse().ok()?)))
                     .flatten()
             }
@@ -129,7 +129,7 @@ impl Name {
                 match dir {
                     Dir::Records => file
                         .strip_suffix(".json")
-                        .filter(|id| crate::registry::is_id(id))
+                        .filter(|id| crate::store::registry::is_id(id))
                         .map(|id| Name::Temp(Some(id.to_string()), pid)),
                     _ => (file == "orphans.json").then_some(Name::Temp(None, pid)),
                 }
@@ -356,7 +356,7 @@ pub(super) fn sweep(reg: &Registry, git: &Git, apply: bool, report: &mut ReapRep
             let Some(id) = e
                 .file_name()
                 .to_str()
-                .filter(|n| crate::registry::is_id(n))
+                .filter(|n| crate::store::registry::is_id(n))
                 .map(str::to_string)
             else {
                 continue;
@@ -462,7 +462,7 @@ fn judge(
                 return kept("its creator (a process with that pid) still runs");
             }
             if apply {
-                crate::paths::remove_scratch(root, &f.path)
+                crate::store::root::remove_scratch(root, &f.path)
                     .map_err(|e| Judged::Failed(e.to_string()))?;
             }
             Ok(())
@@ -567,7 +567,7 @@ mod tests {
 
     #[test]
     fn a_record_claims_its_lease_until_removed_and_the_bundle_it_names() {
-        let mut r = crate::registry::sample_record();
+        let mut r = crate::store::registry::sample_record();
         let lease = Name::Lease(r.id.clone());
         let p = Path::new("/s/leases/x.lease");
         assert!(claimed(Known::Ok(&r), &lease, p));
@@ -580,7 +580,7 @@ mod tests {
         assert!(!claimed(Known::Ok(&r), &lease, p));
         let b = Path::new("/s/archives/i/1.bundle");
         assert!(!claimed(Known::Ok(&r), &Name::Bundle(1), b));
-        r.archive = Some(crate::registry::Archive {
+        r.archive = Some(crate::store::registry::Archive {
             kind: "bundle".into(),
             location: b.to_string_lossy().into_owned(),
             sha256: String::new(),

@@ -14,8 +14,8 @@ use super::ReapReport;
 use crate::error::Result;
 use crate::git::{self, Git};
 use crate::model::fmt::lossless;
-use crate::paths::StateRoot;
-use crate::registry::{Loaded, Registry, State};
+use crate::store::registry::{Loaded, Registry, State};
+use crate::store::root::StateRoot;
 
 /// The schema of `orphans.json`.
 const ORPHANS_SCHEMA: u64 = 1;
@@ -348,7 +348,7 @@ fn not_adoptable(locked: Option<&str>, loaded: &[Loaded], path: &Path) -> Option
             crate::plan::shell_quote(&root)
         ));
     }
-    crate::registry::bad_record_naming(loaded, path).map(|(file, problem)| {
+    crate::store::registry::bad_record_naming(loaded, path).map(|(file, problem)| {
         format!(
             "record `{}` is {problem} and may name it: repair or move that record file; lease never adopts a worktree such a record may name",
             file.display()
@@ -407,7 +407,7 @@ fn save_orphans(root: &StateRoot, seen: &BTreeMap<String, SeenOrphan>) -> Result
         orphans: seen.clone(),
     };
     let bytes = serde_json::to_vec_pretty(&file).expect("orphans serialize");
-    crate::paths::write_atomic(&orphans_file(root), &bytes)
+    crate::store::root::write_atomic(&orphans_file(root), &bytes)
 }
 
 fn orphans_file(root: &StateRoot) -> PathBuf {

@@ -12,7 +12,7 @@ use crate::error::{IoResultExt, Result};
 use crate::git::{RepoGit, ops};
 use crate::model::evidence;
 use crate::model::reason::{Hold, HoldReason};
-use crate::registry::{Archive, Record};
+use crate::store::registry::{Archive, Record};
 
 impl Engine {
     /// Gate 6's archive in the engine's mode: archival refs pushed and read
@@ -98,7 +98,7 @@ impl Engine {
         let fmt = ops::object_format(rg, &repo)
             .map_err(|e| unarchived("cannot read the object format", &e))?;
         let dir = root.archives().join(&rec.id);
-        crate::paths::make_private_dir(&dir).map_err(|e| unarchived("cannot create", &e))?;
+        crate::store::root::make_private_dir(&dir).map_err(|e| unarchived("cannot create", &e))?;
         let n = next_bundle_number(&dir);
         let bundle = dir.join(format!("{n}.bundle"));
         let tmp = dir.join(format!(".{n}.bundle.tmp"));
@@ -117,7 +117,7 @@ impl Engine {
             let f = fs::File::open(&tmp).at(&tmp)?;
             f.sync_all().at_do("cannot fsync", &tmp)?;
             crate::os::fs::rename_no_replace(&tmp, &bundle).at_do("cannot rename into", &bundle)?;
-            crate::paths::sync_dir(&dir)
+            crate::store::root::sync_dir(&dir)
         })();
         drop(scratch);
         drop(step);
@@ -151,7 +151,7 @@ impl Engine {
         };
         let archive = Archive {
             kind: "bundle".into(),
-            location: crate::paths::utf8(&bundle).map_err(|e| unarchived("bad path", &e))?,
+            location: crate::store::root::utf8(&bundle).map_err(|e| unarchived("bad path", &e))?,
             sha256,
             tip: reach.head.clone(),
             commits: reach.unique.len() as u64,
@@ -219,7 +219,7 @@ impl Engine {
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn verify_bundle(
     rg: &RepoGit,
-    root: &crate::paths::StateRoot,
+    root: &crate::store::root::StateRoot,
     id: &str,
     repo: &Path,
     fmt: &str,
@@ -265,7 +265,7 @@ struct Scratch {
 
 impl Scratch {
     fn new(
-        root: &crate::paths::StateRoot,
+        root: &crate::store::root::StateRoot,
         id: &str,
         what: &str,
         fmt: &str,
@@ -276,9 +276,9 @@ impl Scratch {
             .scratch()
             .join(format!("{id}-{what}-{}", std::process::id()));
         if path.exists() {
-            crate::paths::remove_scratch(root, &path)?;
+            crate::store::root::remove_scratch(root, &path)?;
         }
-        crate::paths::make_private_dir(&path)?;
+        crate::store::root::make_private_dir(&path)?;
         ops::init_bare(rg, &root.scratch(), &path, fmt)?;
         let objects = repo.join("objects");
         let mut line = objects.as_os_str().as_bytes().to_vec();
@@ -293,8 +293,8 @@ impl Scratch {
 impl Drop for Scratch {
     fn drop(&mut self) {
         if let Some(root) = self.path.parent().and_then(Path::parent) {
-            let root = crate::paths::StateRoot::at(root.to_path_buf());
-            let _ = crate::paths::remove_scratch(&root, &self.path);
+            let root = crate::store::root::StateRoot::at(root.to_path_buf());
+            let _ = crate::store::root::remove_scratch(&root, &self.path);
         }
     }
 }
@@ -416,7 +416,7 @@ pub(super) fn bundle_changed(a: &Archive, file: Option<&fs::File>) -> Option<Hol
 /// by `(dev, ino)` ancestry against every directory the walk saw (a string
 /// prefix would miss a bind mount or a symlinked ancestor).
 pub(super) fn archive_outside(
-    root: &crate::paths::StateRoot,
+    root: &crate::store::root::StateRoot,
     inv: &evidence::Inventory,
 ) -> Result<(), Hold> {
     let dir = root.archives();

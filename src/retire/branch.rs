@@ -19,7 +19,7 @@ use crate::error::Result;
 use crate::git::{self, ops};
 use crate::model::reason::{Hold, HoldReason};
 use crate::plan;
-use crate::registry::{Archive, BranchCleanup};
+use crate::store::registry::{Archive, BranchCleanup};
 
 impl Engine {
     /// Deletes the record's branch if proven; returns what happened, or

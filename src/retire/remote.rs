@@ -41,7 +41,7 @@ use super::{Engine, Reach};
 use crate::git::{RepoGit, ops};
 use crate::model::reason::{Hold, HoldReason};
 use crate::plan;
-use crate::registry::{Record, RemoteRefs};
+use crate::store::registry::{Record, RemoteRefs};
 
 impl Engine {
     /// Pushes every tip in `reach` to its archival ref on the trusted remote

@@ -22,11 +22,11 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::audit::{Audit, Event};
 use crate::error::{Error, IoResultExt, Result};
 use crate::model::fmt::now;
 use crate::model::reason::HoldReason;
-use crate::paths::StateRoot;
+use crate::store::audit::{Audit, Event};
+use crate::store::root::StateRoot;
 
 /// The record schema this build writes and understands.
 pub const SCHEMA: u64 = 1;
@@ -180,7 +180,7 @@ impl FileId {
     /// Records `path` as seen now by `lstat`: device, inode and birth time.
     pub fn of(path: &std::path::Path, dev: u64, ino: u64) -> Result<FileId> {
         Ok(FileId {
-            path: crate::paths::utf8(path)?,
+            path: crate::store::root::utf8(path)?,
             dev,
             ino,
             btime: crate::os::fs::birth(&std::fs::symlink_metadata(path).ok()),
@@ -849,7 +849,7 @@ impl Registry {
             return Ok(());
         }
         let audit = Audit::new(&self.root);
-        let logged = crate::audit::last_seq(&self.root.audit_log(), &rec.id)?;
+        let logged = crate::store::audit::last_seq(&self.root.audit_log(), &rec.id)?;
         for e in rec.unaudited.iter().filter(|e| e.seq > logged) {
             audit.append(&Event {
                 recovered: true,
@@ -894,9 +894,9 @@ impl Registry {
         }
         rec.unaudited = events;
         if durable {
-            crate::paths::write_atomic(&self.file(&rec.id), &encode(rec))?;
+            crate::store::root::write_atomic(&self.file(&rec.id), &encode(rec))?;
         } else {
-            crate::paths::write_atomic_unsynced(&self.file(&rec.id), &encode(rec))?;
+            crate::store::root::write_atomic_unsynced(&self.file(&rec.id), &encode(rec))?;
         }
         crate::os::fault::point("record-written");
         let audit = Audit::new(&self.root);
@@ -911,7 +911,7 @@ impl Registry {
 
     /// Takes the short exclusive flock on `<id>.lock`; released when the guard drops (by close, never `LOCK_UN`).
     fn lock(&self, id: &str) -> Result<fs::File> {
-        crate::paths::lock_private(&self.root.records().join(format!("{id}.lock")))
+        crate::store::root::lock_private(&self.root.records().join(format!("{id}.lock")))
     }
 }
 

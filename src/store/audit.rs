@@ -18,8 +18,8 @@ use sha2::{Digest, Sha256};
 use crate::error::{IoResultExt, Result};
 use crate::model::fmt::{hex, sha256_hex};
 use crate::model::reason::HoldReason;
-use crate::paths::StateRoot;
-use crate::registry::State;
+use crate::store::registry::State;
+use crate::store::root::StateRoot;
 
 /// The `prev` of the first line: 64 zeros.
 const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
@@ -71,7 +71,7 @@ impl Event {
 
 /// The longest audit line lease reads back (bytes; docs/record.md
 /// "Bounds"). Event details are bounded
-/// ([`crate::registry::bound_details`]), so a line lease wrote stays far
+/// ([`crate::store::registry::bound_details`]), so a line lease wrote stays far
 /// below it; a longer line is a break (`too-long`), and an append after one
 /// fails rather than read without end.
 pub const MAX_LINE_BYTES: usize = 1 << 20;
