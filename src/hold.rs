@@ -15,7 +15,8 @@ use std::time::{Duration, SystemTime};
 use serde::Serialize;
 
 use crate::error::{Error, Result};
-use crate::store::registry::{Owner, Registry, Retention, State};
+use crate::model::record::{Owner, Retention, State};
+use crate::store::registry::Registry;
 
 /// What `lease hold` was asked to do.
 #[derive(Debug, Clone)]
@@ -123,11 +124,11 @@ pub fn hold(reg: &Registry, req: &HoldRequest) -> Result<HoldReport> {
     if reason.is_empty() {
         return Err(Error::Usage("`--reason` must not be empty".into()));
     }
-    if reason.len() > crate::store::registry::MAX_DETAIL_BYTES {
+    if reason.len() > crate::model::record::MAX_DETAIL_BYTES {
         return Err(Error::Usage(format!(
             "`--reason` is {} bytes long; the limit is {} (say more in a file and name it)",
             reason.len(),
-            crate::store::registry::MAX_DETAIL_BYTES
+            crate::model::record::MAX_DETAIL_BYTES
         )));
     }
     let owner = match &req.owner {

@@ -36,12 +36,11 @@ use crate::error::{Error, IoResultExt, Result};
 use crate::git::ops::AddConfig;
 use crate::git::{self, Git, RepoGit};
 use crate::model::reason::HoldReason;
+use crate::model::record::{FileId, Origin, Outcome, Owner, Record, Retention, Session, State};
 use crate::model::report::TargetReport;
 use crate::os::process::{self, Ended};
 use crate::retire::{Engine, free_bytes};
-use crate::store::registry::{
-    FileId, Origin, Outcome, Owner, Record, Registry, Retention, Session, State,
-};
+use crate::store::registry::Registry;
 
 /// The variables git itself clears for a subprocess that works in another
 /// repository (`local_repo_env` in git 2.47 `environment.c`), plus
@@ -441,7 +440,7 @@ fn abandon(reg: &Registry, id: &str, why: &str) {
         if let Some(l) = &r.lease {
             let _ = fs::remove_file(l.path());
         }
-        r.tombstone = Some(crate::store::registry::Tombstone {
+        r.tombstone = Some(crate::model::record::Tombstone {
             path: r
                 .worktree
                 .as_ref()
@@ -1278,7 +1277,7 @@ pub(crate) fn end_session(
     pid: u32,
     outcome: &Outcome,
     keep: Option<Owner>,
-) -> Result<(State, Option<crate::store::registry::Intent>)> {
+) -> Result<(State, Option<crate::model::record::Intent>)> {
     // Not fsynced (SPEC invariant 7; docs/record.md "Durability"), except
     // under `--keep`, whose `retained` keeps a reap from retiring the tree.
     let durable = keep.is_some();
@@ -1303,7 +1302,7 @@ pub(crate) fn end_session(
             } else if let Some(owner) = keep {
                 r.retention = Some(Retention {
                     owner,
-                    reason: crate::store::registry::KEPT_AT_EXIT.into(),
+                    reason: crate::model::record::KEPT_AT_EXIT.into(),
                     until: None,
                 });
                 r.set_state(State::Retained)?;

@@ -12,7 +12,8 @@ use std::fs;
 use std::path::Path;
 
 use crate::error::{IoResultExt, Result};
-use crate::store::registry::{Loaded, Registry, State};
+use crate::model::record::State;
+use crate::store::registry::{Loaded, Registry};
 
 /// What `lease metrics` exports, gathered from one scan of a state root.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -3,4 +3,5 @@
 pub mod evidence;
 pub mod fmt;
 pub mod reason;
+pub mod record;
 pub mod report;

@@ -9,7 +9,7 @@ use crate::model::evidence::{
     PathEvidence, ProcEvidence, Protected, Seen, is_rebuildable,
 };
 use crate::model::reason::{Hold, HoldReason};
-use crate::store::registry::{Retention, State};
+use crate::model::record::{Retention, State};
 
 /// What gate 1 allows the retire to do next.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -560,7 +560,7 @@ mod tests {
     #[test]
     fn retention_gate_holds_a_running_or_crashed_record_only() {
         let r = Retention {
-            owner: crate::store::registry::Owner::parse("agent:x").unwrap(),
+            owner: crate::model::record::Owner::parse("agent:x").unwrap(),
             reason: "inspect".into(),
             until: None,
         };
@@ -1123,7 +1123,7 @@ mod tests {
 mod props {
     use super::*;
     use crate::model::evidence::StatusEntry;
-    use crate::store::registry::Owner;
+    use crate::model::record::Owner;
     use proptest::collection::vec;
     use proptest::prelude::*;
     use proptest::sample::select;

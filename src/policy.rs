@@ -34,8 +34,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::launcher::{DEFAULT_MIN_FREE, MinFree};
+use crate::model::record::Owner;
 use crate::retire::ArchiveMode;
-use crate::store::registry::Owner;
 
 /// The system config file.
 pub const SYSTEM_FILE: &str = "/etc/lease/config.toml";

@@ -54,9 +54,10 @@ use crate::error::{Error, IoResultExt, Result};
 use crate::git::{self, Git};
 use crate::model::fmt::lossless;
 use crate::model::reason::{Hold, HoldReason};
+use crate::model::record::{FileId, Origin, Record, State, Tombstone};
 use crate::model::report::{GitInfo, TargetReport};
 use crate::retire::{Engine, free_bytes};
-use crate::store::registry::{FileId, Loaded, Origin, Record, Registry, State, Tombstone};
+use crate::store::registry::{Loaded, Registry};
 use crate::store::root::StateRoot;
 
 mod leftovers;
@@ -1077,7 +1078,7 @@ mod tests {
         let root = StateRoot::at(base.path().join("state"));
         fs::create_dir_all(root.worktrees()).unwrap();
         // A record whose root is on another filesystem (procfs) adds it.
-        let mut rec = crate::store::registry::sample_record();
+        let mut rec = crate::model::record::sample_record();
         rec.root.path = "/proc".into();
         rec.state = State::Terminal;
         let live = [Loaded::Ok(Box::new(rec.clone()))];

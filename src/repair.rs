@@ -26,8 +26,9 @@ use crate::error::{Error, Result};
 use crate::git::{self, Git};
 use crate::model::fmt::lossless;
 use crate::model::reason::{Disposition, Hold, HoldReason};
-use crate::store::audit::{Audit, Event};
-use crate::store::registry::{Loaded, Record, Registry, State, Tombstone};
+use crate::model::record::{Event, Record, State, Tombstone};
+use crate::store::audit::Audit;
+use crate::store::registry::{Loaded, Registry};
 
 /// What `lease repair` found and will do.
 #[derive(Debug, Clone, Serialize)]
@@ -714,7 +715,7 @@ mod tests {
     }
 
     fn record(state: State) -> Record {
-        let mut r = crate::store::registry::sample_record();
+        let mut r = crate::model::record::sample_record();
         r.state = state;
         r
     }
@@ -724,8 +725,8 @@ mod tests {
         let reason = |r: &Record| check_record(r).err().map(|h| h.reason);
         let kept = |state| {
             let mut r = record(state);
-            r.retention = Some(crate::store::registry::Retention {
-                owner: crate::store::registry::Owner::parse("human:ann").unwrap(),
+            r.retention = Some(crate::model::record::Retention {
+                owner: crate::model::record::Owner::parse("human:ann").unwrap(),
                 reason: "review".into(),
                 until: None,
             });
@@ -742,7 +743,7 @@ mod tests {
         assert_eq!(reason(&record(State::Active)), None);
         let me = std::process::id();
         let mut running = record(State::Active);
-        running.sessions.push(crate::store::registry::Session {
+        running.sessions.push(crate::model::record::Session {
             pid: me,
             start_time: crate::os::process::start_time(me).unwrap(),
             started_at: String::new(),
@@ -765,7 +766,7 @@ mod tests {
             .into_iter()
             .map(|state| {
                 let mut r = record(state);
-                r.lease = Some(crate::store::registry::FileId {
+                r.lease = Some(crate::model::record::FileId {
                     path: lease.path().to_str().unwrap().into(),
                     dev: m.dev(),
                     ino: m.ino(),

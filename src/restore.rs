@@ -26,7 +26,8 @@ use serde::Serialize;
 use crate::error::{Error, IoResultExt, Result};
 use crate::git::{self, Git, RepoGit, ops};
 use crate::model::reason::HoldReason;
-use crate::store::registry::{Archive, Record, Registry};
+use crate::model::record::{Archive, Record};
+use crate::store::registry::Registry;
 
 /// What `lease restore` was asked to do.
 #[derive(Debug, Clone)]
@@ -573,7 +574,7 @@ pub fn drop(id: &str, unreachable_ok: bool) -> Result<DropReport> {
 fn drop_remote_refs(
     rg: &RepoGit,
     repo: &Path,
-    r: &crate::store::registry::RemoteRefs,
+    r: &crate::model::record::RemoteRefs,
 ) -> Result<Vec<String>> {
     let listed = crate::retire::read_back(rg, repo, &r.url, &r.refs)?;
     let mut doomed: Vec<(String, String)> = Vec::new();

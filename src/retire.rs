@@ -29,9 +29,10 @@ use crate::git::refs::{durable_ref, trusted_remote};
 use crate::git::{self, Git, RepoGit, ops};
 use crate::model::evidence;
 use crate::model::reason::{self, Disposition, Hold, HoldReason};
+use crate::model::record::{Archive, Record, State, Tombstone};
 use crate::model::report::TargetReport;
 use crate::plan::{self, StateGate};
-use crate::store::registry::{Archive, Loaded, Record, Registry, State, Tombstone};
+use crate::store::registry::{Loaded, Registry};
 
 mod archive;
 mod branch;
@@ -335,7 +336,7 @@ impl Engine {
             .rec
             .lease
             .as_ref()
-            .map(crate::store::registry::FileId::id);
+            .map(crate::model::record::FileId::id);
         if !self.content_only {
             let procs =
                 crate::os::procfs::audit(&held.wt, &held.inventory, lease_id, strict_audit());

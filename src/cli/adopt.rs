@@ -2,7 +2,7 @@
 
 use super::exit;
 use crate::error::Result;
-use crate::store::registry::Owner;
+use crate::model::record::Owner;
 
 /// The arguments of `lease adopt`.
 #[derive(Debug, clap::Args)]

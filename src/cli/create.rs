@@ -7,10 +7,12 @@ use std::process::ExitCode;
 use super::{exit, print_error};
 use crate::error::{Error, Result};
 use crate::git::Git;
+use crate::model::record::Bound;
+use crate::model::record::Owner;
 use crate::model::report::{GitInfo, RetireReport};
 use crate::ops::create::CreateRequest;
 use crate::retire::Engine;
-use crate::store::registry::{Bound, Owner, Registry};
+use crate::store::registry::Registry;
 use crate::store::root::StateRoot;
 
 /// The arguments of `lease create`.

@@ -77,7 +77,7 @@ pub(super) fn run(a: Args) -> ExitCode {
             keep,
             owner: owner
                 .as_deref()
-                .map(crate::store::registry::Owner::parse)
+                .map(crate::model::record::Owner::parse)
                 .transpose()?,
             reap_if_low,
             command,

@@ -2,7 +2,8 @@
 
 use super::exit;
 use crate::error::{Error, Result};
-use crate::store::registry::{Owner, Registry};
+use crate::model::record::Owner;
+use crate::store::registry::Registry;
 use crate::store::root::StateRoot;
 
 /// The arguments of `lease hold`.

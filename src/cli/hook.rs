@@ -31,11 +31,12 @@ use serde_json::{Map, Value};
 use super::exit;
 use crate::error::Error;
 use crate::git::Git;
+use crate::model::record::Owner;
 use crate::model::report::TargetReport;
 use crate::ops::create::CreateRequest;
 use crate::ops::hook::{BindFrom, HookEnv, bound_process, observe};
 use crate::retire::Engine;
-use crate::store::registry::{Owner, Registry};
+use crate::store::registry::Registry;
 use crate::store::root::StateRoot;
 
 /// The arguments of `lease hook`.

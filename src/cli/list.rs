@@ -2,7 +2,8 @@
 
 use super::exit;
 use crate::error::Result;
-use crate::store::registry::{Loaded, Record, Registry, State};
+use crate::model::record::{Record, State};
+use crate::store::registry::{Loaded, Registry};
 use crate::store::root::StateRoot;
 
 /// The arguments of `lease list`.

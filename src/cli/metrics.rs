@@ -60,7 +60,7 @@ pub(super) fn metrics(out: Option<&Path>, json: bool) -> Result<u8> {
 /// The counts of `s` as JSON: `records` by state name, `unreadable`,
 /// `archives`, `archive_bytes`, `reclaimed_bytes` (bytes).
 fn snapshot_json(s: &crate::metrics::Snapshot) -> serde_json::Value {
-    let records: serde_json::Map<String, serde_json::Value> = crate::store::registry::State::ALL
+    let records: serde_json::Map<String, serde_json::Value> = crate::model::record::State::ALL
         .iter()
         .zip(s.records)
         .map(|(st, n)| (st.name().to_string(), serde_json::json!(n)))

@@ -5,9 +5,10 @@ use super::target::{self, Target};
 use crate::error::{Error, Result};
 use crate::git::Git;
 use crate::model::reason::Disposition;
+use crate::model::record::State;
 use crate::model::report::{GitInfo, RetireReport, TargetReport};
 use crate::retire::Engine;
-use crate::store::registry::{Loaded, Registry, State};
+use crate::store::registry::{Loaded, Registry};
 use crate::store::root::StateRoot;
 
 /// The arguments of `lease retire`.

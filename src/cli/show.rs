@@ -3,7 +3,8 @@
 use super::exit;
 use super::list::{SeenLeases, locked_word, record_json};
 use crate::error::{Error, Result};
-use crate::store::registry::{Registry, State};
+use crate::model::record::State;
+use crate::store::registry::Registry;
 use crate::store::root::StateRoot;
 
 /// The arguments of `lease show`.

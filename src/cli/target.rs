@@ -13,7 +13,8 @@
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
-use crate::store::registry::{Loaded, Registry, State};
+use crate::model::record::State;
+use crate::store::registry::{Loaded, Registry};
 
 /// What a target names.
 #[derive(Debug, Clone, PartialEq, Eq)]

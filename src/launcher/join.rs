@@ -33,8 +33,9 @@ use std::process::Command;
 
 use crate::error::{Error, Result};
 use crate::model::reason::{self, HoldReason};
+use crate::model::record::{FileId, State};
 use crate::plan;
-use crate::store::registry::{FileId, Loaded, Registry, State};
+use crate::store::registry::{Loaded, Registry};
 use crate::store::root::StateRoot;
 
 /// The lease a process was started in, as `lease exec` described it in the
@@ -73,7 +74,7 @@ impl Ticket {
         let id = id
             .into_string()
             .ok()
-            .filter(|i| crate::store::registry::is_id(i))
+            .filter(|i| crate::model::record::is_id(i))
             .ok_or_else(|| bad("`LEASE_ID` is not a record id".into()))?;
         let identity = identity.to_string_lossy().into_owned();
         let (dev, ino) = parse_identity(&identity).ok_or_else(|| {

@@ -3,7 +3,7 @@
 use serde::Serialize;
 
 use crate::model::reason::{Disposition, Hold, HoldReason};
-use crate::store::registry::{Archive, BranchCleanup, Tombstone};
+use crate::model::record::{Archive, BranchCleanup, Tombstone};
 
 /// The outcome of retiring one target.
 #[derive(Debug, Clone, Serialize)]

@@ -31,9 +31,11 @@ use serde::Serialize;
 use crate::error::{Error, Result};
 use crate::git::Git;
 use crate::launcher::{ExecRequest, Prepared};
+use crate::model::record::Bound;
+use crate::model::record::{Outcome, Owner, State};
 use crate::os::process;
 use crate::retire::Engine;
-use crate::store::registry::{Bound, Outcome, Owner, Registry, State};
+use crate::store::registry::Registry;
 
 /// Environment variables a keeper never inherits: hosts find the processes
 /// to kill at the end of a job by them, and a keeper must outlive the job

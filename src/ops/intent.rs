@@ -24,9 +24,11 @@
 
 use crate::git::Git;
 use crate::model::reason::{Disposition, Hold};
+use crate::model::record::Intent;
+use crate::model::record::{Record, State};
 use crate::model::report::TargetReport;
 use crate::retire::Engine;
-use crate::store::registry::{Intent, Loaded, Record, Registry, State};
+use crate::store::registry::{Loaded, Registry};
 
 /// The options a `retire --when-free` carries into its completion.
 #[derive(Debug, Clone, Copy, Default)]

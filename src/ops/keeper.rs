@@ -18,7 +18,7 @@
 //! It then sleeps in poll(2) on the pidfd. When the bound process exits it
 //! closes both locks and ends the session as a launcher whose command
 //! exited (`launcher::end_session`: outcome note
-//! [`crate::store::registry::BOUND_EXITED`], record `terminal` unless another
+//! [`crate::model::record::BOUND_EXITED`], record `terminal` unless another
 //! launcher lives), and completes a recorded `retire --when-free` intent
 //! ([`crate::ops::intent::complete`]).
 //!
@@ -35,8 +35,10 @@ use std::os::fd::OwnedFd;
 use crate::error::{Error, IoResultExt, Result};
 use crate::git::Git;
 use crate::model::reason::HoldReason;
+use crate::model::record::Bound;
+use crate::model::record::{Outcome, State};
 use crate::os::process;
-use crate::store::registry::{Bound, Outcome, Registry, State};
+use crate::store::registry::Registry;
 
 /// What a keeper writes on its readiness pipe once it holds the lease.
 pub const READY: &str = "ready\n";
@@ -245,7 +247,7 @@ fn wait_and_end(a: &KeeperArgs, h: Holding) -> Result<()> {
         head,
         error: None,
         holders,
-        note: Some(crate::store::registry::BOUND_EXITED.into()),
+        note: Some(crate::model::record::BOUND_EXITED.into()),
     };
     let (state, intent) =
         crate::launcher::end_session(&reg, &a.id, std::process::id(), &outcome, None)?;

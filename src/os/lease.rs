@@ -19,8 +19,8 @@ use std::path::Path;
 use crate::error::{IoResultExt, Result};
 use crate::model::evidence::LockOutcome;
 use crate::model::reason::{self, Hold};
+use crate::model::record::FileId;
 use crate::plan;
-use crate::store::registry::FileId;
 
 /// Creates a new lease file at `path` (which must not exist): 0600, regular,
 /// one link. Returns the open file (read-write, close-on-exec) and its identity.

@@ -41,7 +41,8 @@ use serde::Serialize;
 use super::ReapReport;
 use crate::git::Git;
 use crate::model::fmt::lossless;
-use crate::store::registry::{Loaded, Record, Registry, State};
+use crate::model::record::{Record, State};
+use crate::store::registry::{Loaded, Registry};
 use crate::store::root::StateRoot;
 
 /// What a leftover is.
@@ -106,7 +107,7 @@ impl Name {
         match dir {
             Dir::Leases => name
                 .strip_suffix(".lease")
-                .filter(|id| crate::store::registry::is_id(id))
+                .filter(|id| crate::model::record::is_id(id))
                 .map(|id| Name::Lease(id.to_string())),
             Dir::Archive => {
                 if let Some(n) = name.strip_suffix(".bundle") {
@@ -118,7 +119,7 @@ impl Name {
             Dir::Scratch => {
                 let (rest, pid) = name.rsplit_once('-')?;
                 let (id, what) = rest.split_once('-')?;
-                (crate::store::registry::is_id(id) && ["build", "verify"].contains(&what))
+                (crate::model::record::is_id(id) && ["build", "verify"].contains(&what))
                     .then(|| Some(Name::Scratch(id.to_string(), pid.parse().ok()?)))
                     .flatten()
             }
@@ -129,7 +130,7 @@ impl Name {
                 match dir {
                     Dir::Records => file
                         .strip_suffix(".json")
-                        .filter(|id| crate::store::registry::is_id(id))
+                        .filter(|id| crate::model::record::is_id(id))
                         .map(|id| Name::Temp(Some(id.to_string()), pid)),
                     _ => (file == "orphans.json").then_some(Name::Temp(None, pid)),
                 }
@@ -356,7 +357,7 @@ pub(super) fn sweep(reg: &Registry, git: &Git, apply: bool, report: &mut ReapRep
             let Some(id) = e
                 .file_name()
                 .to_str()
-                .filter(|n| crate::store::registry::is_id(n))
+                .filter(|n| crate::model::record::is_id(n))
                 .map(str::to_string)
             else {
                 continue;
@@ -567,7 +568,7 @@ mod tests {
 
     #[test]
     fn a_record_claims_its_lease_until_removed_and_the_bundle_it_names() {
-        let mut r = crate::store::registry::sample_record();
+        let mut r = crate::model::record::sample_record();
         let lease = Name::Lease(r.id.clone());
         let p = Path::new("/s/leases/x.lease");
         assert!(claimed(Known::Ok(&r), &lease, p));
@@ -580,7 +581,7 @@ mod tests {
         assert!(!claimed(Known::Ok(&r), &lease, p));
         let b = Path::new("/s/archives/i/1.bundle");
         assert!(!claimed(Known::Ok(&r), &Name::Bundle(1), b));
-        r.archive = Some(crate::store::registry::Archive {
+        r.archive = Some(crate::model::record::Archive {
             kind: "bundle".into(),
             location: b.to_string_lossy().into_owned(),
             sha256: String::new(),

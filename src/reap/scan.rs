@@ -14,7 +14,8 @@ use super::ReapReport;
 use crate::error::Result;
 use crate::git::{self, Git};
 use crate::model::fmt::lossless;
-use crate::store::registry::{Loaded, Registry, State};
+use crate::model::record::State;
+use crate::store::registry::{Loaded, Registry};
 use crate::store::root::StateRoot;
 
 /// The schema of `orphans.json`.

@@ -12,7 +12,7 @@ use crate::error::{IoResultExt, Result};
 use crate::git::{RepoGit, ops};
 use crate::model::evidence;
 use crate::model::reason::{Hold, HoldReason};
-use crate::store::registry::{Archive, Record};
+use crate::model::record::{Archive, Record};
 
 impl Engine {
     /// Gate 6's archive in the engine's mode: archival refs pushed and read

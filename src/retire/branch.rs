@@ -18,8 +18,8 @@ use super::{Engine, Held, Reach};
 use crate::error::Result;
 use crate::git::{self, ops};
 use crate::model::reason::{Hold, HoldReason};
+use crate::model::record::{Archive, BranchCleanup};
 use crate::plan;
-use crate::store::registry::{Archive, BranchCleanup};
 
 impl Engine {
     /// Deletes the record's branch if proven; returns what happened, or

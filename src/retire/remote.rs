@@ -40,8 +40,8 @@ use std::path::{Path, PathBuf};
 use super::{Engine, Reach};
 use crate::git::{RepoGit, ops};
 use crate::model::reason::{Hold, HoldReason};
+use crate::model::record::{Record, RemoteRefs};
 use crate::plan;
-use crate::store::registry::{Record, RemoteRefs};
 
 impl Engine {
     /// Pushes every tip in `reach` to its archival ref on the trusted remote

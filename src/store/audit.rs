@@ -17,61 +17,15 @@ use sha2::{Digest, Sha256};
 
 use crate::error::{IoResultExt, Result};
 use crate::model::fmt::{hex, sha256_hex};
-use crate::model::reason::HoldReason;
-use crate::store::registry::State;
+use crate::model::record::Event;
 use crate::store::root::StateRoot;
 
 /// The `prev` of the first line: 64 zeros.
 const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 
-/// One thing that happened to a record.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Event {
-    /// `create`, `transition`, `held`, `archived`, `removed`, ...
-    pub event: String,
-    /// The record id.
-    pub id: String,
-    /// State before, for transitions.
-    pub from: Option<State>,
-    /// State after.
-    pub to: Option<State>,
-    /// Reason codes, for holds.
-    pub reasons: Vec<HoldReason>,
-    /// Free-form evidence.
-    pub detail: Vec<String>,
-    /// The record's sequence number of this event (1 for `create`); 0 for
-    /// lines about no record (`repair`) and in logs written before it existed.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub seq: u64,
-    /// True on a line appended late because a crash lost it after its record
-    /// was written; `time` is then when it was appended.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub recovered: bool,
-}
-
-fn is_zero(n: &u64) -> bool {
-    *n == 0
-}
-
-impl Event {
-    /// An event about record `id` with no state change.
-    pub fn note(event: &str, id: &str, reasons: Vec<HoldReason>, detail: Vec<String>) -> Event {
-        Event {
-            event: event.into(),
-            id: id.into(),
-            from: None,
-            to: None,
-            reasons,
-            detail,
-            seq: 0,
-            recovered: false,
-        }
-    }
-}
-
 /// The longest audit line lease reads back (bytes; docs/record.md
 /// "Bounds"). Event details are bounded
-/// ([`crate::store::registry::bound_details`]), so a line lease wrote stays far
+/// ([`crate::model::record::bound_details`]), so a line lease wrote stays far
 /// below it; a longer line is a break (`too-long`), and an append after one
 /// fails rather than read without end.
 pub const MAX_LINE_BYTES: usize = 1 << 20;
@@ -549,6 +503,7 @@ pub fn last_seq(path: &Path, id: &str) -> Result<u64> {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use crate::model::record::State;
 
     fn event(id: &str) -> Event {
         Event {

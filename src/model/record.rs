@@ -1,0 +1,870 @@
+//! The record of one worktree (SPEC/Record): its states and their legal
+//! transitions, the lease's and the worktree's identities, sessions,
+//! retention, archive, held attempts, tombstone, and the audit events a
+//! change makes. Plain data: `store::registry` reads and writes it.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::model::fmt::now;
+use crate::model::reason::HoldReason;
+
+/// The record schema this build writes and understands.
+pub const SCHEMA: u64 = 1;
+
+/// How many launcher sessions a record keeps (SPEC/Record: the last 16).
+pub const MAX_SESSIONS: usize = 16;
+
+/// How many held retires a record keeps in `attempts` (SPEC "Bad input and
+/// faults": the last 16); older ones are counted in `attempts_dropped`.
+pub const MAX_ATTEMPTS: usize = 16;
+
+/// The longest detail string an attempt or an audit event keeps (bytes;
+/// SPEC "Bad input and faults": 4 KiB). A longer one is cut at a character
+/// boundary and says how many bytes were cut.
+pub const MAX_DETAIL_BYTES: usize = 4096;
+
+/// How many detail strings an attempt or an audit event keeps; the last
+/// one kept says how many more there were.
+pub const MAX_DETAILS: usize = 64;
+
+/// Bounds one detail string to [`MAX_DETAIL_BYTES`] bytes: kept whole when
+/// it fits, else cut at a character boundary with ` ... [N bytes cut]`
+/// appended (the result still fits).
+pub fn bound_detail(mut s: String) -> String {
+    if s.len() <= MAX_DETAIL_BYTES {
+        return s;
+    }
+    // The marker is at most 30 bytes (`u64::MAX` has 20 digits).
+    let mut cut = MAX_DETAIL_BYTES - 32;
+    while !s.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let dropped = s.len() - cut;
+    s.truncate(cut);
+    s.push_str(&format!(" ... [{dropped} bytes cut]"));
+    s
+}
+
+/// Bounds a list of details: each by [`bound_detail`], at most
+/// [`MAX_DETAILS`] of them, the last kept one saying how many were left out.
+pub fn bound_details(details: Vec<String>) -> Vec<String> {
+    let total = details.len();
+    let mut out: Vec<String> = details
+        .into_iter()
+        .take(MAX_DETAILS)
+        .map(bound_detail)
+        .collect();
+    if total > MAX_DETAILS
+        && let Some(last) = out.last_mut()
+    {
+        *last = bound_detail(format!(
+            "{last} ... and {} more detail(s) not kept",
+            total - MAX_DETAILS
+        ));
+    }
+    out
+}
+
+/// The life of a worktree (SPEC/Record "States").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum State {
+    /// Registered before anything was created.
+    Planned,
+    /// A launcher runs (or ran and was not yet proven gone).
+    Active,
+    /// The last launcher exited and recorded the outcome.
+    Terminal,
+    /// A named owner keeps it.
+    Retained,
+    /// Every launcher is gone without recording an exit, proven by retire or reap.
+    Interrupted,
+    /// Removal was decided and may be under way.
+    Retiring,
+    /// Gone; a tombstone says what was removed.
+    Removed,
+}
+
+impl State {
+    /// Every state, in the order of a record's life.
+    pub const ALL: [State; 7] = [
+        State::Planned,
+        State::Active,
+        State::Terminal,
+        State::Retained,
+        State::Interrupted,
+        State::Retiring,
+        State::Removed,
+    ];
+
+    /// Returns the kebab-case name.
+    pub fn name(self) -> &'static str {
+        match self {
+            State::Planned => "planned",
+            State::Active => "active",
+            State::Terminal => "terminal",
+            State::Retained => "retained",
+            State::Interrupted => "interrupted",
+            State::Retiring => "retiring",
+            State::Removed => "removed",
+        }
+    }
+
+    /// Returns true if and only if SPEC/Record allows `self -> to`.
+    pub fn can_become(self, to: State) -> bool {
+        use State::*;
+        matches!(
+            (self, to),
+            (Planned, Active)
+                | (Planned, Removed)
+                | (Planned, Interrupted)
+                | (Active, Terminal)
+                | (Active, Interrupted)
+                | (Terminal, Retained)
+                | (Retained, Terminal)
+                | (Terminal, Retiring)
+                | (Interrupted, Retiring)
+                | (Retiring, Removed)
+                | (Retiring, Terminal)
+                | (Terminal, Active)
+                | (Retained, Active)
+                | (Interrupted, Active)
+        )
+    }
+}
+
+/// A path with the device and inode it had when recorded.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileId {
+    /// Canonical absolute path (UTF-8).
+    pub path: String,
+    /// `st_dev`.
+    pub dev: u64,
+    /// `st_ino`.
+    pub ino: u64,
+    /// Birth time (statx `btime`) in nanoseconds since the epoch, where the
+    /// filesystem records one: an inode number can be reused after a delete,
+    /// a birth time tells the new file from the old. Absent in records made
+    /// before it was recorded, and on filesystems without it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub btime: Option<u64>,
+}
+
+impl FileId {
+    /// Records `path` as seen now by `lstat`: device, inode and birth time.
+    pub fn of(path: &std::path::Path, dev: u64, ino: u64) -> Result<FileId> {
+        Ok(FileId {
+            path: crate::store::root::utf8(path)?,
+            dev,
+            ino,
+            btime: crate::os::fs::birth(&std::fs::symlink_metadata(path).ok()),
+        })
+    }
+
+    /// Returns true unless both birth times are known and differ: the file
+    /// seen (`meta`) is then a new file that reused the recorded inode.
+    pub fn same_birth(&self, meta: &Option<std::fs::Metadata>) -> bool {
+        match (self.btime, crate::os::fs::birth(meta)) {
+            (Some(a), Some(b)) => a == b,
+            _ => true,
+        }
+    }
+
+    /// Returns `(dev, ino)`.
+    pub fn id(&self) -> (u64, u64) {
+        (self.dev, self.ino)
+    }
+    /// Returns the path.
+    pub fn path(&self) -> PathBuf {
+        PathBuf::from(&self.path)
+    }
+}
+
+/// The longest `KIND:NAME` owner lease records (bytes).
+pub const MAX_OWNER_BYTES: usize = 1024;
+
+/// Who a worktree belongs to: `kind:name` (`agent:claude`, `ci:job-42`, `manual:alice`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Owner {
+    /// The kind of owner.
+    pub kind: String,
+    /// Its name.
+    pub name: String,
+}
+
+impl Owner {
+    /// Parses `KIND:NAME`; both parts non-empty.
+    pub fn parse(s: &str) -> Result<Owner> {
+        if s.len() > MAX_OWNER_BYTES {
+            return Err(Error::Usage(format!(
+                "owner is {} bytes long; the limit is {MAX_OWNER_BYTES}",
+                s.len()
+            )));
+        }
+        match s.split_once(':') {
+            Some((k, n)) if !k.is_empty() && !n.is_empty() => Ok(Owner {
+                kind: k.to_string(),
+                name: n.to_string(),
+            }),
+            _ => Err(Error::Usage(format!(
+                "owner `{s}` is not of the form KIND:NAME"
+            ))),
+        }
+    }
+
+    /// Returns the caller's default owner: the policy's `owner` (config or
+    /// `$LEASE_OWNER`), else `manual:<user name>`.
+    pub fn of_caller() -> Result<Owner> {
+        Ok(crate::policy::current().default_owner())
+    }
+}
+
+/// How a command ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Outcome {
+    /// Exit code, if it exited.
+    pub code: Option<i32>,
+    /// Signal number, if a signal killed it.
+    pub signal: Option<i32>,
+    /// When lease saw it end (RFC 3339 UTC).
+    pub at: String,
+    /// The worktree's HEAD then, if readable.
+    pub head: Option<String>,
+    /// Why the command could not start, if it did not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Pids that still held the lease when the command exited.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub holders: Vec<u32>,
+    /// What ended the session when there is no exit code or signal to
+    /// give: [`BOUND_EXITED`] for a keeper whose bound process exited (not
+    /// its child, so its status is unknowable), or why a keeper never
+    /// started. Absent in records written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// The outcome note a keeper records when its bound process exits (SPEC
+/// "Hosts that lease does not start").
+pub const BOUND_EXITED: &str = "bound process exited";
+
+/// The process a keeper is bound to (`lease create --bind-pid`): the
+/// keeper holds the lease until it exits.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Bound {
+    /// Its pid.
+    pub pid: u32,
+    /// Its start time, clock ticks since boot (`/proc/<pid>/stat` field 22),
+    /// so a reused pid is never taken for it.
+    pub start_time: u64,
+}
+
+/// A recorded wish that the worktree be retired once its lease is free
+/// (`lease retire --when-free`). It never overrides a gate: whoever
+/// completes it (the last launcher or keeper to leave, or a reap) runs the
+/// ordinary retire, which may hold.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Intent {
+    /// Always [`Intent::RETIRE_WHEN_FREE`].
+    pub kind: String,
+    /// When it was recorded (RFC 3339 UTC).
+    pub at: String,
+    /// `--delete-branch` was asked for.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub delete_branch: bool,
+    /// `--fetch` was asked for.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub fetch: bool,
+}
+
+impl Intent {
+    /// The one kind of intent so far.
+    pub const RETIRE_WHEN_FREE: &'static str = "retire-when-free";
+}
+
+/// One launcher run in the worktree.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Session {
+    /// The launcher's pid.
+    pub pid: u32,
+    /// The launcher's start time, clock ticks since boot (`/proc/<pid>/stat` field 22).
+    pub start_time: u64,
+    /// When it started (RFC 3339 UTC).
+    pub started_at: String,
+    /// When it ended, if it recorded that.
+    pub ended_at: Option<String>,
+    /// How its command ended, if it recorded that.
+    pub outcome: Option<Outcome>,
+    /// For a keeper's session (`lease create`): the process it is bound to.
+    /// `pid` and `start_time` above are then the keeper's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bound: Option<Bound>,
+}
+
+impl Session {
+    /// Returns true if and only if this session's launcher process still runs.
+    pub fn launcher_alive(&self) -> bool {
+        self.ended_at.is_none() && crate::os::process::is_alive(self.pid, self.start_time)
+    }
+}
+
+/// Why and until when an owner keeps a worktree.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Retention {
+    /// Who keeps it.
+    pub owner: Owner,
+    /// Why.
+    pub reason: String,
+    /// Until when (RFC 3339), or indefinitely.
+    pub until: Option<String>,
+}
+
+/// The reason `lease exec --keep` records. Such a retention covers the exit of
+/// the session that asked for it; a `lease hold` outlives later sessions.
+pub const KEPT_AT_EXIT: &str = "kept at exit";
+
+impl Retention {
+    /// Returns true if and only if `until` is set, readable, and not after `now`.
+    /// An unreadable `until` never expires: uncertainty keeps the worktree.
+    pub fn is_expired(&self, now: std::time::SystemTime) -> bool {
+        self.until
+            .as_deref()
+            .and_then(|u| humantime::parse_rfc3339(u).ok())
+            .is_some_and(|u| u <= now)
+    }
+
+    /// Returns true if and only if this retention came from `exec --keep`.
+    pub fn is_kept_at_exit(&self) -> bool {
+        self.reason == KEPT_AT_EXIT
+    }
+}
+
+/// A verified archive of the commits that existed only in the worktree.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Archive {
+    /// `bundle`, `remote` (archival refs on the trusted remote only) or
+    /// `both`.
+    pub kind: String,
+    /// Absolute path of the bundle under the state root; for `remote`, the
+    /// trusted remote's URL.
+    pub location: String,
+    /// sha256 of the bundle file, lowercase hex; empty for `remote`.
+    pub sha256: String,
+    /// The worktree's HEAD commit.
+    pub tip: String,
+    /// How many commits the bundle holds.
+    pub commits: u64,
+    /// The archived tips by lease's name (`refs/lease/<id>/head`, ...) and
+    /// the commit each names: the refs in the bundle, when there is one.
+    pub refs: BTreeMap<String, String>,
+    /// Commits the bundle needs to be restored (on the default branch).
+    pub prerequisites: Vec<String>,
+    /// When the bundle was verified (RFC 3339 UTC).
+    pub verified_at: String,
+    /// Restores made from it.
+    pub receipts: Vec<serde_json::Value>,
+    /// The archival refs pushed to the trusted remote and read back
+    /// (`remote` and `both`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote: Option<RemoteRefs>,
+}
+
+impl Archive {
+    /// True if a bundle file is part of this archive (`bundle` or `both`).
+    pub fn has_bundle(&self) -> bool {
+        self.kind != "remote"
+    }
+}
+
+/// Archival refs on the trusted remote, read back with `git ls-remote`
+/// (SPEC "durable": a commit on a read-back archival ref is durable).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RemoteRefs {
+    /// The trusted remote's name in the repository's config.
+    pub remote: String,
+    /// The URL lease pushed to and read back from.
+    pub url: String,
+    /// Remote ref name (`refs/lease/archive/<id>/head`, ...) -> the exact
+    /// commit read back there.
+    pub refs: BTreeMap<String, String>,
+    /// When the readback matched (RFC 3339 UTC).
+    pub read_back_at: String,
+}
+
+/// What `retire --delete-branch` did with the task branch.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BranchCleanup {
+    /// The branch's short name.
+    pub name: String,
+    /// Its tip before lease touched it (the old value of the guarded delete).
+    pub old_tip: Option<String>,
+    /// True if `git update-ref -d` deleted it.
+    pub deleted: bool,
+    /// Why it was kept, if it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<HoldReason>,
+    /// What was found.
+    pub detail: String,
+}
+
+/// One held retire.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Attempt {
+    /// When (RFC 3339 UTC).
+    pub at: String,
+    /// The reason codes.
+    pub reasons: Vec<HoldReason>,
+    /// What was found.
+    pub detail: Vec<String>,
+}
+
+/// What a removal left behind as evidence.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Tombstone {
+    /// The removed worktree's path.
+    pub path: String,
+    /// The record id.
+    pub id: String,
+    /// When (RFC 3339 UTC).
+    pub removed_at: String,
+    /// Bytes of the files removed (sum of `st_size` from lease's `lstat` walk).
+    pub bytes_reclaimed: u64,
+    /// Free bytes on the worktree's filesystem before removal.
+    pub free_before: u64,
+    /// Free bytes after.
+    pub free_after: u64,
+    /// The evidence the gates saw (HEAD, archive, git version, ...).
+    pub evidence: serde_json::Value,
+    /// `retire --delete-branch`: the task branch, its old tip and whether it
+    /// was deleted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub branch: Option<BranchCleanup>,
+}
+
+/// The registry entry of one worktree (SPEC/Record).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Record {
+    /// Schema version, [`SCHEMA`].
+    pub schema: u64,
+    /// 128 random bits, lowercase hex.
+    pub id: String,
+    /// Current state.
+    pub state: State,
+    /// Canonical common git dir of the repository.
+    pub repo: String,
+    /// The worktree's top directory, once it exists.
+    pub worktree: Option<FileId>,
+    /// The worktree root (for adopted worktrees, the recorded parent).
+    pub root: FileId,
+    /// `created` or `adopted`.
+    pub origin: Origin,
+    /// Short branch name, or `None` for a detached HEAD.
+    pub branch: Option<String>,
+    /// The base commit.
+    pub base: String,
+    /// Who owns it.
+    pub owner: Owner,
+    /// Owning uid.
+    pub uid: u32,
+    /// When the record was made (RFC 3339 UTC).
+    pub created_at: String,
+    /// The lease file, once created.
+    pub lease: Option<FileId>,
+    /// The last [`MAX_SESSIONS`] launcher runs.
+    pub sessions: Vec<Session>,
+    /// How the last command ended.
+    pub outcome: Option<Outcome>,
+    /// Who keeps it, if retained.
+    pub retention: Option<Retention>,
+    /// The verified archive, if one was made.
+    pub archive: Option<Archive>,
+    /// The last [`MAX_ATTEMPTS`] held retires, oldest first.
+    pub attempts: Vec<Attempt>,
+    /// How many older held retires were dropped from `attempts` (absent,
+    /// meaning 0, in records written before it existed).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub attempts_dropped: u64,
+    /// Set when removed.
+    pub tombstone: Option<Tombstone>,
+    /// For a worktree made by `lease restore`: the record whose archive it
+    /// came from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restored_from: Option<String>,
+    /// A pending `lease retire --when-free` (absent when none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub intent: Option<Intent>,
+    /// How many audit events this record has made (the `seq` of its last).
+    #[serde(default)]
+    pub audit_seq: u64,
+    /// The audit events of the latest write, kept until the next write so a
+    /// crash between the record and its audit lines loses no line.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unaudited: Vec<Event>,
+    /// Audit events made since load, written to the log with the record.
+    #[serde(skip)]
+    pub(crate) pending: Vec<Event>,
+}
+
+/// Whether lease created the worktree or adopted an existing one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Origin {
+    /// Made by `lease exec`.
+    Created,
+    /// Registered with `--adopt`.
+    Adopted,
+}
+
+impl Record {
+    /// Builds a `planned` record.
+    #[allow(clippy::too_many_arguments)]
+    pub fn planned(
+        id: String,
+        repo: String,
+        root: FileId,
+        origin: Origin,
+        branch: Option<String>,
+        base: String,
+        owner: Owner,
+    ) -> Record {
+        Record {
+            schema: SCHEMA,
+            id,
+            state: State::Planned,
+            repo,
+            worktree: None,
+            root,
+            origin,
+            branch,
+            base,
+            owner,
+            uid: crate::os::process::euid(),
+            created_at: now(),
+            lease: None,
+            sessions: Vec::new(),
+            outcome: None,
+            retention: None,
+            archive: None,
+            attempts: Vec::new(),
+            attempts_dropped: 0,
+            tombstone: None,
+            restored_from: None,
+            intent: None,
+            audit_seq: 0,
+            unaudited: Vec::new(),
+            pending: Vec::new(),
+        }
+    }
+
+    /// Moves to `to`, or fails if SPEC/Record does not allow it.
+    pub fn set_state(&mut self, to: State) -> Result<()> {
+        if !self.state.can_become(to) {
+            return Err(Error::Record {
+                path: PathBuf::from(&self.id),
+                problem: format!(
+                    "not allowed to go from {} to {}",
+                    self.state.name(),
+                    to.name()
+                ),
+            });
+        }
+        self.pending.push(Event {
+            from: Some(self.state),
+            to: Some(to),
+            ..Event::note("transition", &self.id, vec![], vec![])
+        });
+        self.state = to;
+        Ok(())
+    }
+
+    /// Queues an audit line about this record (`held`, `archived`, `hold`,
+    /// `release`), written with the record by [`Registry::update`].
+    pub fn audit(&mut self, event: &str, reasons: Vec<HoldReason>, detail: Vec<String>) {
+        self.pending
+            .push(Event::note(event, &self.id, reasons, bound_details(detail)));
+    }
+
+    /// Adds a held retire, keeping the last [`MAX_ATTEMPTS`] (older ones
+    /// are counted in `attempts_dropped`) and bounding its details
+    /// ([`bound_details`]).
+    pub fn push_attempt(&mut self, mut a: Attempt) {
+        a.detail = bound_details(std::mem::take(&mut a.detail));
+        self.attempts.push(a);
+        let extra = self.attempts.len().saturating_sub(MAX_ATTEMPTS);
+        self.attempts.drain(..extra);
+        self.attempts_dropped = self.attempts_dropped.saturating_add(extra as u64);
+    }
+
+    /// Adds a launcher session, keeping the last [`MAX_SESSIONS`].
+    pub fn push_session(&mut self, s: Session) {
+        self.sessions.push(s);
+        let extra = self.sessions.len().saturating_sub(MAX_SESSIONS);
+        self.sessions.drain(..extra);
+    }
+
+    /// Returns true if and only if a launcher of this record still runs.
+    pub fn any_launcher_alive(&self) -> bool {
+        self.sessions.iter().any(Session::launcher_alive)
+    }
+
+    /// Returns where the worktree is or would be: the recorded top directory,
+    /// else, for a worktree lease creates, `<root>/<id>` (a `planned` record
+    /// learns its worktree only when it turns `active`).
+    pub fn expected_worktree(&self) -> Option<PathBuf> {
+        match (&self.worktree, self.origin) {
+            (Some(w), _) => Some(w.path()),
+            (None, Origin::Created) => Some(self.root.path().join(&self.id)),
+            (None, Origin::Adopted) => None,
+        }
+    }
+
+    /// Returns the first 8 hex digits of the id.
+    pub fn prefix(&self) -> &str {
+        &self.id[..8.min(self.id.len())]
+    }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// Returns true if and only if `s` looks like a record id (32 lowercase hex digits).
+pub fn is_id(s: &str) -> bool {
+    s.len() == 32 && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+/// One thing that happened to a record.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Event {
+    /// `create`, `transition`, `held`, `archived`, `removed`, ...
+    pub event: String,
+    /// The record id.
+    pub id: String,
+    /// State before, for transitions.
+    pub from: Option<State>,
+    /// State after.
+    pub to: Option<State>,
+    /// Reason codes, for holds.
+    pub reasons: Vec<HoldReason>,
+    /// Free-form evidence.
+    pub detail: Vec<String>,
+    /// The record's sequence number of this event (1 for `create`); 0 for
+    /// lines about no record (`repair`) and in logs written before it existed.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub seq: u64,
+    /// True on a line appended late because a crash lost it after its record
+    /// was written; `time` is then when it was appended.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub recovered: bool,
+}
+
+impl Event {
+    /// An event about record `id` with no state change.
+    pub fn note(event: &str, id: &str, reasons: Vec<HoldReason>, detail: Vec<String>) -> Event {
+        Event {
+            event: event.into(),
+            id: id.into(),
+            from: None,
+            to: None,
+            reasons,
+            detail,
+            seq: 0,
+            recovered: false,
+        }
+    }
+}
+
+/// A planned record of a created worktree under `/r` (repository
+/// `/r/.git`, owner `agent:x`), for unit tests elsewhere in the crate.
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+pub(crate) fn sample_record() -> Record {
+    let root = FileId {
+        path: "/r".into(),
+        dev: 1,
+        ino: 2,
+        btime: None,
+    };
+    Record::planned(
+        crate::store::registry::new_id().unwrap(),
+        "/r/.git".into(),
+        root,
+        Origin::Created,
+        None,
+        String::new(),
+        Owner::parse("agent:x").unwrap(),
+    )
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn transitions_follow_the_spec() {
+        use State::*;
+        let all = [
+            Planned,
+            Active,
+            Terminal,
+            Retained,
+            Interrupted,
+            Retiring,
+            Removed,
+        ];
+        let legal: Vec<(State, State)> = all
+            .iter()
+            .flat_map(|&a| all.iter().map(move |&b| (a, b)))
+            .filter(|&(a, b)| a.can_become(b))
+            .collect();
+        assert_eq!(legal.len(), 14);
+        assert!(!Removed.can_become(Active));
+        assert!(
+            !Active.can_become(Retiring),
+            "active must be proven interrupted first"
+        );
+        assert!(!Active.can_become(Removed));
+        assert!(!Planned.can_become(Terminal));
+        assert!(Retiring.can_become(Terminal));
+    }
+
+    fn record() -> Record {
+        super::sample_record()
+    }
+
+    #[test]
+    fn set_state_moves_only_along_the_table_and_logs_each_move() {
+        let mut r = record();
+        assert_eq!(r.state, State::Planned);
+        r.set_state(State::Active).unwrap();
+        assert_eq!(r.state, State::Active);
+        let moves: Vec<_> = r.pending.iter().map(|e| (e.from, e.to)).collect();
+        assert_eq!(moves, [(Some(State::Planned), Some(State::Active))]);
+        // Refused: nothing changes, nothing is logged.
+        assert!(r.set_state(State::Retiring).is_err());
+        assert!(r.set_state(State::Removed).is_err());
+        assert_eq!(r.state, State::Active);
+        assert_eq!(r.pending.len(), 1);
+        r.set_state(State::Interrupted).unwrap();
+        r.set_state(State::Retiring).unwrap();
+        assert_eq!(r.state, State::Retiring);
+        assert_eq!(r.pending.len(), 3);
+    }
+
+    #[test]
+    fn a_launcher_is_alive_only_as_its_own_unended_process() {
+        let me = std::process::id();
+        let start = crate::os::process::start_time(me).unwrap();
+        let s = Session {
+            pid: me,
+            start_time: start,
+            started_at: now(),
+            ended_at: None,
+            outcome: None,
+            bound: None,
+        };
+        assert!(s.launcher_alive());
+        let ended = Session {
+            ended_at: Some(now()),
+            ..s.clone()
+        };
+        assert!(!ended.launcher_alive(), "it recorded its end");
+        let reused = Session {
+            start_time: start + 1,
+            ..s.clone()
+        };
+        assert!(!reused.launcher_alive(), "same pid, another process");
+        let mut r = record();
+        assert!(!r.any_launcher_alive());
+        r.push_session(ended);
+        assert!(!r.any_launcher_alive());
+        r.push_session(s);
+        assert!(r.any_launcher_alive());
+    }
+
+    #[test]
+    fn kept_at_exit_is_only_exec_keep() {
+        let mut r = Retention {
+            owner: Owner::parse("agent:x").unwrap(),
+            reason: KEPT_AT_EXIT.into(),
+            until: None,
+        };
+        assert!(r.is_kept_at_exit());
+        r.reason = "inspect".into();
+        assert!(!r.is_kept_at_exit());
+    }
+
+    #[test]
+    fn a_record_keeps_the_last_16_attempts_and_counts_the_older_ones() {
+        let mut r = record();
+        for i in 0..20 {
+            r.push_attempt(Attempt {
+                at: format!("t{i}"),
+                reasons: vec![HoldReason::Dirty],
+                detail: vec![format!("d{i}")],
+            });
+        }
+        assert_eq!(r.attempts.len(), MAX_ATTEMPTS);
+        assert_eq!(r.attempts[0].at, "t4", "the oldest four were dropped");
+        assert_eq!(r.attempts[15].at, "t19");
+        assert_eq!(r.attempts_dropped, 4);
+        let v = serde_json::to_value(&r).unwrap();
+        assert_eq!(v["attempts_dropped"], 4);
+        // A record written before the count existed still reads, as 0.
+        let mut old = serde_json::to_value(record()).unwrap();
+        old.as_object_mut().unwrap().remove("attempts_dropped");
+        let back: Record = serde_json::from_value(old).unwrap();
+        assert_eq!(back.attempts_dropped, 0);
+    }
+
+    #[test]
+    fn details_are_bounded_at_4_kib_on_a_character_boundary() {
+        assert_eq!(bound_detail("short".into()), "short");
+        let exact = "x".repeat(MAX_DETAIL_BYTES);
+        assert_eq!(
+            bound_detail(exact.clone()),
+            exact,
+            "exactly the bound is kept"
+        );
+        let long = "é".repeat(MAX_DETAIL_BYTES); // two bytes each
+        let cut = bound_detail(long.clone());
+        assert!(cut.len() <= MAX_DETAIL_BYTES, "{}", cut.len());
+        assert!(cut.ends_with(" bytes cut]"), "{cut}");
+        assert!(cut.starts_with("éé"));
+        let dropped: usize = cut
+            .rsplit_once("... [")
+            .unwrap()
+            .1
+            .trim_end_matches(" bytes cut]")
+            .parse()
+            .unwrap();
+        assert_eq!(cut.find(" ... [").unwrap() + dropped, long.len());
+        let many: Vec<String> = (0..100).map(|i| format!("d{i}")).collect();
+        let kept = bound_details(many);
+        assert_eq!(kept.len(), MAX_DETAILS);
+        assert!(kept[MAX_DETAILS - 1].contains("and 36 more"), "{kept:?}");
+        let mut r = record();
+        r.push_attempt(Attempt {
+            at: now(),
+            reasons: vec![],
+            detail: vec!["y".repeat(10 * MAX_DETAIL_BYTES)],
+        });
+        assert!(r.attempts[0].detail[0].len() <= MAX_DETAIL_BYTES);
+        r.audit("held", vec![], vec!["z".repeat(10 * MAX_DETAIL_BYTES)]);
+        assert!(r.pending[0].detail[0].len() <= MAX_DETAIL_BYTES);
+    }
+
+    #[test]
+    fn owner_parse() {
+        assert_eq!(Owner::parse("agent:x").unwrap().name, "x");
+        assert!(Owner::parse("agent:").is_err());
+        assert!(Owner::parse("nocolon").is_err());
+        let long = format!("agent:{}", "x".repeat(MAX_OWNER_BYTES));
+        assert!(matches!(Owner::parse(&long), Err(Error::Usage(_))));
+    }
+}
