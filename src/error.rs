@@ -111,6 +111,24 @@ impl Error {
     }
 }
 
+impl From<crate::model::record::Malformed> for Error {
+    /// A value a noun refuses is a usage error.
+    fn from(e: crate::model::record::Malformed) -> Self {
+        Error::Usage(e.0)
+    }
+}
+
+impl From<crate::model::record::IllegalTransition> for Error {
+    /// A transition SPEC/Record refuses is a record that cannot be changed
+    /// (the record's id stands for its path).
+    fn from(e: crate::model::record::IllegalTransition) -> Self {
+        Error::Record {
+            path: PathBuf::from(&e.id),
+            problem: e.to_string(),
+        }
+    }
+}
+
 /// Attaches a path to an I/O error (jj `file_util.rs`, cargo-util `paths.rs`).
 pub trait IoResultExt<T> {
     /// Wraps the error as [`Error::Io`] with `action` and `path`.

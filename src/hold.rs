@@ -25,7 +25,7 @@ pub struct HoldRequest {
     pub id: String,
     /// `--reason`.
     pub reason: String,
-    /// `--owner`, else the caller ([`Owner::of_caller`]).
+    /// `--owner`, else the caller (the policy's default owner).
     pub owner: Option<Owner>,
     /// `--until`, already parsed into RFC 3339 UTC ([`parse_until`]).
     pub until: Option<String>,
@@ -133,7 +133,7 @@ pub fn hold(reg: &Registry, req: &HoldRequest) -> Result<HoldReport> {
     }
     let owner = match &req.owner {
         Some(o) => o.clone(),
-        None => Owner::of_caller()?,
+        None => crate::policy::current().default_owner(),
     };
     let id = reg.resolve(&req.id)?;
     let _shared = lock_out_retire(reg, &id)?;

@@ -419,7 +419,8 @@ fn admit_or_reap(reg: &Registry, git: &Git, reap_if_low: bool, dirs: &[&Path]) -
 fn file_id(path: &Path) -> Result<FileId> {
     let s = crate::os::fs::lstat(path)
         .ok_or_else(|| Error::Usage(format!("`{}` does not exist", path.display())))?;
-    FileId::of(path, s.dev, s.ino)
+    let btime = crate::os::fs::birth(&fs::symlink_metadata(path).ok());
+    Ok(FileId::new(path, s.dev, s.ino, btime)?)
 }
 
 /// Creates the lease file for `id`, locks it shared, and opens the
@@ -454,7 +455,7 @@ fn abandon(reg: &Registry, id: &str, why: &str) {
             evidence: serde_json::json!({"nothing_created": why}),
             branch: None,
         });
-        r.set_state(State::Removed)
+        Ok(r.set_state(State::Removed)?)
     });
 }
 
@@ -503,6 +504,7 @@ pub(crate) fn create(
         Some(branch.clone()),
         base.clone(),
         owner,
+        process::euid(),
     );
     rec.push_session(session);
     reg.create(&mut rec)?;
@@ -532,7 +534,7 @@ pub(crate) fn create(
     let wt_id = file_id(&wt)?;
     reg.update(&id, |r| {
         r.worktree = Some(wt_id);
-        r.set_state(State::Active)
+        Ok(r.set_state(State::Active)?)
     })?;
     crate::os::fault::point("exec-active");
     Ok(Prepared {
@@ -604,6 +606,7 @@ pub fn create_restored(
         Some(branch.to_string()),
         base.to_string(),
         owner.clone(),
+        process::euid(),
     );
     rec.restored_from = Some(from.to_string());
     reg.create(&mut rec)?;
@@ -643,7 +646,7 @@ pub fn create_restored(
             reason: format!("restored from archive {}", &from[..8.min(from.len())]),
             until: None,
         });
-        r.set_state(State::Retained)
+        Ok(r.set_state(State::Retained)?)
     })?;
     drop(own_fd);
     drop(child_fd);
@@ -816,7 +819,7 @@ fn added_or_kept(reg: &Registry, id: &str, wt: &Path, added: Result<Added>) -> R
             vec![HoldReason::GitFailed],
             vec![detail.clone()],
         );
-        r.set_state(State::Interrupted)
+        Ok(r.set_state(State::Interrupted)?)
     });
     let mut message = format!(
         "{detail}; kept as record {id} (interrupted): inspect `{}`, then `lease exec --resume {}` or `lease retire {}`",
@@ -897,6 +900,7 @@ fn adopt(
         branch,
         e.head.clone().unwrap_or_default(),
         owner_of(req)?,
+        process::euid(),
     );
     rec.push_session(session);
     reg.create(&mut rec)?;
@@ -922,7 +926,7 @@ fn adopt(
         abandon(reg, &id, &e.to_string());
         return Err(e);
     }
-    reg.update(&id, |r| r.set_state(State::Active))?;
+    reg.update(&id, |r| Ok(r.set_state(State::Active)?))?;
     Ok(Prepared {
         id,
         worktree: wt,
@@ -1292,7 +1296,7 @@ pub(crate) fn end_session(
             s.outcome = Some(outcome.clone());
         }
         r.outcome = Some(outcome.clone());
-        if !r.any_launcher_alive() && r.state == State::Active {
+        if !r.any_launcher_alive(crate::os::process::is_alive) && r.state == State::Active {
             r.set_state(State::Terminal)?;
             // A `lease hold` made while active takes effect now (SPEC/Commands);
             // an earlier `--keep` covered only its own session's exit.

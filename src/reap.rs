@@ -532,7 +532,11 @@ impl Reaper<'_> {
     }
 
     fn planned(&self, rec: &Record, item: &mut ReapItem) -> Result<()> {
-        if let Some(s) = rec.sessions.iter().find(|s| s.launcher_alive()) {
+        if let Some(s) = rec
+            .sessions
+            .iter()
+            .find(|s| s.launcher_alive(crate::os::process::is_alive))
+        {
             item.hold(Hold::new(
                 HoldReason::LauncherAlive,
                 format!(
@@ -562,9 +566,12 @@ impl Reaper<'_> {
                 }
                 let s = crate::os::fs::lstat(&path)
                     .ok_or_else(|| Error::Usage(format!("`{shown}` vanished while reaping")))?;
-                let wt = FileId::of(&path, s.dev, s.ino)?;
+                let btime = crate::os::fs::birth(&fs::symlink_metadata(&path).ok());
+                let wt = FileId::new(&path, s.dev, s.ino, btime)?;
                 let moved = self.reg.update(&rec.id, |r| {
-                    if r.state != State::Planned || r.any_launcher_alive() {
+                    if r.state != State::Planned
+                        || r.any_launcher_alive(crate::os::process::is_alive)
+                    {
                         return Ok(false);
                     }
                     r.worktree = Some(wt);
@@ -659,7 +666,7 @@ impl Reaper<'_> {
             branch: None,
         };
         let moved = self.reg.update(&rec.id, |r| {
-            if r.state != State::Planned || r.any_launcher_alive() {
+            if r.state != State::Planned || r.any_launcher_alive(crate::os::process::is_alive) {
                 return Ok(false);
             }
             r.tombstone = Some(tomb.clone());
@@ -689,7 +696,7 @@ impl Reaper<'_> {
         let alive: Vec<String> = rec
             .sessions
             .iter()
-            .filter(|s| s.launcher_alive())
+            .filter(|s| s.launcher_alive(crate::os::process::is_alive))
             .map(|s| s.pid.to_string())
             .collect();
         if !alive.is_empty() {
@@ -737,7 +744,7 @@ impl Reaper<'_> {
                 }
             };
             let moved = self.reg.update(&rec.id, |r| {
-                if r.state != State::Active || r.any_launcher_alive() {
+                if r.state != State::Active || r.any_launcher_alive(crate::os::process::is_alive) {
                     return Ok(false);
                 }
                 r.set_state(State::Interrupted)?;
@@ -951,7 +958,7 @@ impl Reaper<'_> {
                 let t2 = tomb.clone();
                 if !self.still_retiring(rec, item, |r| {
                     r.tombstone = Some(t2);
-                    r.set_state(State::Removed)
+                    Ok(r.set_state(State::Removed)?)
                 })? {
                     return Ok(());
                 }
@@ -998,7 +1005,7 @@ impl Reaper<'_> {
                     ));
                     return Ok(());
                 }
-                if !self.still_retiring(rec, item, |r| r.set_state(State::Terminal))? {
+                if !self.still_retiring(rec, item, |r| Ok(r.set_state(State::Terminal)?))? {
                     return Ok(());
                 }
                 item.detail.push(

@@ -444,7 +444,11 @@ fn check_record(rec: &Record) -> Result<(), Hold> {
             format!("record {} is held by a named owner", rec.prefix()),
         ));
     }
-    if let Some(s) = rec.sessions.iter().find(|s| s.launcher_alive()) {
+    if let Some(s) = rec
+        .sessions
+        .iter()
+        .find(|s| s.launcher_alive(crate::os::process::is_alive))
+    {
         return Err(Hold::new(
             HoldReason::LauncherAlive,
             format!(

@@ -295,7 +295,7 @@ impl Engine {
             return Ok(Err(vec![h]));
         }
         // Gate 1: state.
-        let alive = rec.any_launcher_alive() && !self.content_only;
+        let alive = rec.any_launcher_alive(crate::os::process::is_alive) && !self.content_only;
         let state_gate = match plan::gate_state(rec.state, alive) {
             Ok(g) => g,
             Err(mut h) => {
@@ -303,7 +303,7 @@ impl Engine {
                     let pids: Vec<String> = rec
                         .sessions
                         .iter()
-                        .filter(|s| s.launcher_alive())
+                        .filter(|s| s.launcher_alive(crate::os::process::is_alive))
                         .map(|s| s.pid.to_string())
                         .collect();
                     h.detail = format!("{}: pid {}", h.detail, pids.join(", "));
@@ -513,7 +513,8 @@ impl Engine {
         if state_gate == StateGate::ProceedIfFree && !self.dry_run {
             // Every launcher is gone and the lease is free: proven interrupted.
             let id = rec.id.clone();
-            self.reg.update(&id, |r| r.set_state(State::Interrupted))?;
+            self.reg
+                .update(&id, |r| Ok(r.set_state(State::Interrupted)?))?;
             rec = self.reg.get(&id)?;
         }
         Ok(Ok(Held {
@@ -587,7 +588,7 @@ impl Engine {
             .map_err(|e| Hold::new(e.reason().unwrap_or(HoldReason::GitFailed), e.to_string()))?;
         plan::gate_path(wt_id.id(), rec.uid, &ev)?;
         let through_fd = crate::os::fs::fstat_fd(&top);
-        if !wt_id.same_birth(&fs::symlink_metadata(&wt).ok()) {
+        if !wt_id.same_birth(crate::os::fs::birth(&fs::symlink_metadata(&wt).ok())) {
             return Err(Hold::new(
                 HoldReason::PathIdentity,
                 "a new directory reused the recorded inode number (another birth time)",
@@ -1023,7 +1024,8 @@ impl Engine {
         let repo = PathBuf::from(&held.rec.repo);
         let bytes = held.inventory.bytes;
         let free_before = free_bytes(&held.rec.root.path());
-        self.reg.update(&id, |r| r.set_state(State::Retiring))?;
+        self.reg
+            .update(&id, |r| Ok(r.set_state(State::Retiring)?))?;
         crate::os::fault::point("retire-before-remove");
         // Identity once more, right before git deletes by path.
         let wt_id = held.rec.worktree.clone().expect("gate 2 saw a worktree");
@@ -1041,7 +1043,8 @@ impl Engine {
                 .try_for_each(|p| crate::os::walk::remove_beneath(&held.top, p))
         });
         if let Err(h) = again {
-            self.reg.update(&id, |r| r.set_state(State::Terminal))?;
+            self.reg
+                .update(&id, |r| Ok(r.set_state(State::Terminal)?))?;
             return Ok(Err(vec![h]));
         }
         // git's own lock comes off last, under the exclusive lease, right
@@ -1051,7 +1054,8 @@ impl Engine {
         let unlocked = match self.unlock_own(held, &repo) {
             Ok(u) => u,
             Err(e) => {
-                self.reg.update(&id, |r| r.set_state(State::Terminal))?;
+                self.reg
+                    .update(&id, |r| Ok(r.set_state(State::Terminal)?))?;
                 return Ok(Err(vec![Hold::new(
                     e.reason().unwrap_or(HoldReason::GitFailed),
                     format!("cannot take lease's lock off before removal: {e}"),
@@ -1087,7 +1091,8 @@ impl Engine {
                         "; lease's lock could not be put back ({e}): `lease reap --apply` puts it back"
                     ));
                 }
-                self.reg.update(&id, |r| r.set_state(State::Terminal))?;
+                self.reg
+                    .update(&id, |r| Ok(r.set_state(State::Terminal)?))?;
             }
             return Ok(Err(vec![Hold::new(HoldReason::GitFailed, detail)]));
         }
@@ -1119,7 +1124,7 @@ impl Engine {
         let t2 = tomb.clone();
         self.reg.update(&id, |r| {
             r.tombstone = Some(t2);
-            r.set_state(State::Removed)
+            Ok(r.set_state(State::Removed)?)
         })?;
         if let Some(lease) = &held.rec.lease {
             // Unlinked under the exclusive lock, which closes with `held.lock`.

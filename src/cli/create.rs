@@ -76,6 +76,7 @@ pub(super) fn run(a: Args, config: Option<PathBuf>) -> ExitCode {
         .as_deref()
         .map(Owner::parse)
         .transpose()
+        .map_err(crate::error::Error::from)
         .and_then(|owner| {
             crate::ops::create::create(CreateRequest {
                 repo,

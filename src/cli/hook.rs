@@ -160,7 +160,9 @@ fn create(config: Option<PathBuf>) -> Result<u8, Failure> {
         repo: Some(repo),
         branch: None,
         base: p.base,
-        owner: Some(Owner::parse(&format!("claude-code:{}", p.name))?),
+        owner: Some(
+            Owner::parse(&format!("claude-code:{}", p.name)).map_err(crate::error::Error::from)?,
+        ),
         bind_pid: bound.pid,
         config,
     })?;

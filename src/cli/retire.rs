@@ -121,7 +121,8 @@ pub(super) fn retire(
                 // launcher is gone (gate 3 then proves them interrupted).
                 Loaded::Ok(r)
                     if matches!(r.state, State::Terminal | State::Interrupted)
-                        || (r.state == State::Active && !r.any_launcher_alive()) =>
+                        || (r.state == State::Active
+                            && !r.any_launcher_alive(crate::os::process::is_alive)) =>
                 {
                     ids.push(Ok(r.id.clone()))
                 }

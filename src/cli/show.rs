@@ -66,7 +66,7 @@ pub(super) fn show(id: &str, json: bool) -> Result<u8> {
         _ => out!("holders:   none (the lease is free)"),
     }
     if let Some(s) = r.sessions.last() {
-        let alive = s.launcher_alive();
+        let alive = s.launcher_alive(crate::os::process::is_alive);
         let (label, bound) = match &s.bound {
             Some(b) => ("keeper:   ", format!(", bound to pid {}", b.pid)),
             None => ("launcher: ", String::new()),

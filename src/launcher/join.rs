@@ -216,7 +216,9 @@ pub fn join(ticket: &Ticket, command: Vec<OsString>) -> Result<Joined> {
     // The record's identity (path, device, inode) must be this lease, and
     // the open file must have the birth time the record carries.
     let named = rec.lease.as_ref().is_some_and(|l| {
-        l.path == lease.path && l.id() == lease.id() && l.same_birth(&f.metadata().ok())
+        l.path == lease.path
+            && l.id() == lease.id()
+            && l.same_birth(crate::os::fs::birth(&f.metadata().ok()))
     });
     if !named {
         return Err(Error::refused(

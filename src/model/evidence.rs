@@ -4,6 +4,12 @@
 
 use serde::Serialize;
 
+/// The file-type bits of `st_mode`, and the values for a directory and a
+/// regular file (inode(7); the same on every Linux architecture).
+const S_IFMT: u32 = 0o170_000;
+const S_IFDIR: u32 = 0o040_000;
+const S_IFREG: u32 = 0o100_000;
+
 /// Identity of a file or directory as seen by `lstat` (never following symlinks).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Seen {
@@ -22,11 +28,11 @@ pub struct Seen {
 impl Seen {
     /// Returns true if and only if this is a directory (not a symlink to one).
     pub fn is_dir(&self) -> bool {
-        self.mode & libc::S_IFMT == libc::S_IFDIR
+        self.mode & S_IFMT == S_IFDIR
     }
     /// Returns true if and only if this is a regular file.
     pub fn is_file(&self) -> bool {
-        self.mode & libc::S_IFMT == libc::S_IFREG
+        self.mode & S_IFMT == S_IFREG
     }
 }
 
@@ -294,4 +300,27 @@ pub struct TrustedFilter {
     pub required: Option<String>,
     /// Where the last definition came from (`global file:/home/me/.gitconfig`).
     pub origin: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_mode_bits_are_the_kernel_s() {
+        assert_eq!(S_IFMT, libc::S_IFMT);
+        assert_eq!(S_IFDIR, libc::S_IFDIR);
+        assert_eq!(S_IFREG, libc::S_IFREG);
+        let seen = |mode| Seen {
+            dev: 1,
+            ino: 2,
+            uid: 0,
+            mode,
+            nlink: 1,
+        };
+        assert!(seen(libc::S_IFDIR | 0o700).is_dir());
+        assert!(!seen(libc::S_IFLNK | 0o777).is_dir());
+        assert!(seen(libc::S_IFREG | 0o600).is_file());
+        assert!(!seen(libc::S_IFIFO | 0o600).is_file());
+    }
 }

@@ -4,11 +4,10 @@
 //! change makes. Plain data: `store::registry` reads and writes it.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, Result};
 use crate::model::fmt::now;
 use crate::model::reason::HoldReason;
 
@@ -155,20 +154,25 @@ pub struct FileId {
 }
 
 impl FileId {
-    /// Records `path` as seen now by `lstat`: device, inode and birth time.
-    pub fn of(path: &std::path::Path, dev: u64, ino: u64) -> Result<FileId> {
+    /// Records `path` with the device, inode and birth time (nanoseconds
+    /// since the epoch) an `lstat` of it saw.
+    ///
+    /// # Errors
+    /// [`Malformed`] if `path` is not UTF-8 ([`utf8_path`]).
+    pub fn new(path: &Path, dev: u64, ino: u64, btime: Option<u64>) -> Result<FileId, Malformed> {
         Ok(FileId {
-            path: crate::store::root::utf8(path)?,
+            path: utf8_path(path)?,
             dev,
             ino,
-            btime: crate::os::fs::birth(&std::fs::symlink_metadata(path).ok()),
+            btime,
         })
     }
 
     /// Returns true unless both birth times are known and differ: the file
-    /// seen (`meta`) is then a new file that reused the recorded inode.
-    pub fn same_birth(&self, meta: &Option<std::fs::Metadata>) -> bool {
-        match (self.btime, crate::os::fs::birth(meta)) {
+    /// seen (born at `btime`, nanoseconds since the epoch) is then a new
+    /// file that reused the recorded inode.
+    pub fn same_birth(&self, btime: Option<u64>) -> bool {
+        match (self.btime, btime) {
             (Some(a), Some(b)) => a == b,
             _ => true,
         }
@@ -197,10 +201,14 @@ pub struct Owner {
 }
 
 impl Owner {
-    /// Parses `KIND:NAME`; both parts non-empty.
-    pub fn parse(s: &str) -> Result<Owner> {
+    /// Parses `KIND:NAME`; both parts non-empty, at most
+    /// [`MAX_OWNER_BYTES`] in all.
+    ///
+    /// # Errors
+    /// [`Malformed`] naming what is wrong.
+    pub fn parse(s: &str) -> Result<Owner, Malformed> {
         if s.len() > MAX_OWNER_BYTES {
-            return Err(Error::Usage(format!(
+            return Err(Malformed(format!(
                 "owner is {} bytes long; the limit is {MAX_OWNER_BYTES}",
                 s.len()
             )));
@@ -210,16 +218,10 @@ impl Owner {
                 kind: k.to_string(),
                 name: n.to_string(),
             }),
-            _ => Err(Error::Usage(format!(
+            _ => Err(Malformed(format!(
                 "owner `{s}` is not of the form KIND:NAME"
             ))),
         }
-    }
-
-    /// Returns the caller's default owner: the policy's `owner` (config or
-    /// `$LEASE_OWNER`), else `manual:<user name>`.
-    pub fn of_caller() -> Result<Owner> {
-        Ok(crate::policy::current().default_owner())
     }
 }
 
@@ -306,9 +308,11 @@ pub struct Session {
 }
 
 impl Session {
-    /// Returns true if and only if this session's launcher process still runs.
-    pub fn launcher_alive(&self) -> bool {
-        self.ended_at.is_none() && crate::os::process::is_alive(self.pid, self.start_time)
+    /// Returns true if and only if this session's launcher process still
+    /// runs: it recorded no end, and `alive(pid, start_time)` (the process
+    /// probe, `os::process::is_alive`) finds that very process.
+    pub fn launcher_alive(&self, alive: impl Fn(u32, u64) -> bool) -> bool {
+        self.ended_at.is_none() && alive(self.pid, self.start_time)
     }
 }
 
@@ -506,7 +510,7 @@ pub struct Record {
     pub unaudited: Vec<Event>,
     /// Audit events made since load, written to the log with the record.
     #[serde(skip)]
-    pub(crate) pending: Vec<Event>,
+    pending: Vec<Event>,
 }
 
 /// Whether lease created the worktree or adopted an existing one.
@@ -520,7 +524,7 @@ pub enum Origin {
 }
 
 impl Record {
-    /// Builds a `planned` record.
+    /// Builds a `planned` record owned by uid `uid`, made now.
     #[allow(clippy::too_many_arguments)]
     pub fn planned(
         id: String,
@@ -530,6 +534,7 @@ impl Record {
         branch: Option<String>,
         base: String,
         owner: Owner,
+        uid: u32,
     ) -> Record {
         Record {
             schema: SCHEMA,
@@ -542,7 +547,7 @@ impl Record {
             branch,
             base,
             owner,
-            uid: crate::os::process::euid(),
+            uid,
             created_at: now(),
             lease: None,
             sessions: Vec::new(),
@@ -560,16 +565,17 @@ impl Record {
         }
     }
 
-    /// Moves to `to`, or fails if SPEC/Record does not allow it.
-    pub fn set_state(&mut self, to: State) -> Result<()> {
+    /// Moves to `to` and queues its `transition` audit line.
+    ///
+    /// # Errors
+    /// [`IllegalTransition`] if SPEC/Record does not allow it; nothing
+    /// changes then.
+    pub fn set_state(&mut self, to: State) -> Result<(), IllegalTransition> {
         if !self.state.can_become(to) {
-            return Err(Error::Record {
-                path: PathBuf::from(&self.id),
-                problem: format!(
-                    "not allowed to go from {} to {}",
-                    self.state.name(),
-                    to.name()
-                ),
+            return Err(IllegalTransition {
+                id: self.id.clone(),
+                from: self.state,
+                to,
             });
         }
         self.pending.push(Event {
@@ -582,7 +588,7 @@ impl Record {
     }
 
     /// Queues an audit line about this record (`held`, `archived`, `hold`,
-    /// `release`), written with the record by [`Registry::update`].
+    /// `release`), written with the record by `store::registry`.
     pub fn audit(&mut self, event: &str, reasons: Vec<HoldReason>, detail: Vec<String>) {
         self.pending
             .push(Event::note(event, &self.id, reasons, bound_details(detail)));
@@ -606,9 +612,39 @@ impl Record {
         self.sessions.drain(..extra);
     }
 
-    /// Returns true if and only if a launcher of this record still runs.
-    pub fn any_launcher_alive(&self) -> bool {
-        self.sessions.iter().any(Session::launcher_alive)
+    /// Returns true if and only if a launcher of this record still runs
+    /// ([`Session::launcher_alive`] with the process probe `alive`).
+    pub fn any_launcher_alive(&self, alive: impl Fn(u32, u64) -> bool) -> bool {
+        self.sessions.iter().any(|s| s.launcher_alive(&alive))
+    }
+
+    /// Queues the `create` audit line ahead of any other: the first line
+    /// about a new record.
+    pub fn queue_created(&mut self) {
+        self.pending.insert(
+            0,
+            Event {
+                to: Some(self.state),
+                ..Event::note("create", &self.id, vec![], vec![])
+            },
+        );
+    }
+
+    /// True if audit lines are queued since the record was read.
+    pub fn has_queued(&self) -> bool {
+        !self.pending.is_empty()
+    }
+
+    /// Numbers the queued audit lines on from `audit_seq` and keeps them as
+    /// `unaudited`, the lines of the write about to be made (the registry
+    /// appends them to the log after the record is written).
+    pub fn seal_queued(&mut self) {
+        let mut events = std::mem::take(&mut self.pending);
+        for e in &mut events {
+            self.audit_seq += 1;
+            e.seq = self.audit_seq;
+        }
+        self.unaudited = events;
     }
 
     /// Returns where the worktree is or would be: the recorded top directory,
@@ -630,6 +666,58 @@ impl Record {
 
 fn is_zero(n: &u64) -> bool {
     *n == 0
+}
+
+/// A value a noun refuses (a malformed owner, a path that is not UTF-8):
+/// a usage error, exit 2 (`error.rs`). The text says what and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Malformed(pub String);
+
+impl std::fmt::Display for Malformed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Malformed {}
+
+/// A state change SPEC/Record does not allow: the record is left as it
+/// was, and the command fails (`error.rs`: `Error::Record`, exit 3).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IllegalTransition {
+    /// The record id.
+    pub id: String,
+    /// Its state.
+    pub from: State,
+    /// The state asked for.
+    pub to: State,
+}
+
+impl std::fmt::Display for IllegalTransition {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "not allowed to go from {} to {}",
+            self.from.name(),
+            self.to.name()
+        )
+    }
+}
+
+impl std::error::Error for IllegalTransition {}
+
+/// Returns the UTF-8 form of a path that will be stored in a record;
+/// paths stored in records must be UTF-8 (SPEC/Record).
+///
+/// # Errors
+/// [`Malformed`] naming the path when it is not UTF-8.
+pub fn utf8_path(path: &Path) -> Result<String, Malformed> {
+    path.to_str().map(str::to_string).ok_or_else(|| {
+        Malformed(format!(
+            "path `{}` is not UTF-8; lease cannot record it",
+            path.display()
+        ))
+    })
 }
 
 /// Returns true if and only if `s` looks like a record id (32 lowercase hex digits).
@@ -697,6 +785,7 @@ pub(crate) fn sample_record() -> Record {
         None,
         String::new(),
         Owner::parse("agent:x").unwrap(),
+        crate::os::process::euid(),
     )
 }
 
@@ -768,23 +857,29 @@ mod tests {
             outcome: None,
             bound: None,
         };
-        assert!(s.launcher_alive());
+        assert!(s.launcher_alive(crate::os::process::is_alive));
         let ended = Session {
             ended_at: Some(now()),
             ..s.clone()
         };
-        assert!(!ended.launcher_alive(), "it recorded its end");
+        assert!(
+            !ended.launcher_alive(crate::os::process::is_alive),
+            "it recorded its end"
+        );
         let reused = Session {
             start_time: start + 1,
             ..s.clone()
         };
-        assert!(!reused.launcher_alive(), "same pid, another process");
+        assert!(
+            !reused.launcher_alive(crate::os::process::is_alive),
+            "same pid, another process"
+        );
         let mut r = record();
-        assert!(!r.any_launcher_alive());
+        assert!(!r.any_launcher_alive(crate::os::process::is_alive));
         r.push_session(ended);
-        assert!(!r.any_launcher_alive());
+        assert!(!r.any_launcher_alive(crate::os::process::is_alive));
         r.push_session(s);
-        assert!(r.any_launcher_alive());
+        assert!(r.any_launcher_alive(crate::os::process::is_alive));
     }
 
     #[test]
@@ -865,6 +960,6 @@ mod tests {
         assert!(Owner::parse("agent:").is_err());
         assert!(Owner::parse("nocolon").is_err());
         let long = format!("agent:{}", "x".repeat(MAX_OWNER_BYTES));
-        assert!(matches!(Owner::parse(&long), Err(Error::Usage(_))));
+        assert!(matches!(Owner::parse(&long), Err(Malformed(_))));
     }
 }

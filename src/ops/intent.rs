@@ -92,7 +92,11 @@ pub fn retire_when_free(reg: &Registry, git: &Git, id: &str, opts: WhenFree) -> 
                 "retire when free: the last consumer to leave, or the next reap, retires it".into(),
             ],
         );
-        Ok(Some((r.state, r.any_launcher_alive(), r.clone())))
+        Ok(Some((
+            r.state,
+            r.any_launcher_alive(crate::os::process::is_alive),
+            r.clone(),
+        )))
     });
     match recorded {
         Err(e) => {
@@ -115,7 +119,7 @@ pub fn retire_when_free(reg: &Registry, git: &Git, id: &str, opts: WhenFree) -> 
 /// `active` record, or any holder `/proc` shows (read-only, as `lease
 /// list` sees it).
 fn lease_held(rec: &Record) -> bool {
-    if rec.state == State::Active && rec.any_launcher_alive() {
+    if rec.state == State::Active && rec.any_launcher_alive(crate::os::process::is_alive) {
         return true;
     }
     rec.lease
@@ -162,7 +166,7 @@ fn pending(rec: &Record, id: &str) -> TargetReport {
     let launchers: Vec<String> = rec
         .sessions
         .iter()
-        .filter(|s| s.launcher_alive())
+        .filter(|s| s.launcher_alive(crate::os::process::is_alive))
         .map(|s| match &s.bound {
             Some(b) => format!("keeper pid {} (bound to pid {})", s.pid, b.pid),
             None => format!("launcher pid {}", s.pid),

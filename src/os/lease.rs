@@ -66,7 +66,7 @@ pub fn open_checked(lease: &FileId, uid: u32) -> Result<File, Hold> {
             )
         })?;
     plan::check_lease_seen(lease.id(), uid, crate::os::fs::fstat(&f))?;
-    if !lease.same_birth(&f.metadata().ok()) {
+    if !lease.same_birth(crate::os::fs::birth(&f.metadata().ok())) {
         return Err(Hold::new(
             reason::HoldReason::LeaseIdentity,
             format!(

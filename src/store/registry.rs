@@ -163,13 +163,7 @@ impl Registry {
                 problem: "already exists".into(),
             });
         }
-        rec.pending.insert(
-            0,
-            Event {
-                to: Some(rec.state),
-                ..Event::note("create", &rec.id, vec![], vec![])
-            },
-        );
+        rec.queue_created();
         self.write(rec, &lock, true)
     }
 
@@ -209,7 +203,7 @@ impl Registry {
         self.recover(&rec, &lock)?;
         let before = rec.clone();
         let out = f(&mut rec)?;
-        if rec != before || !rec.pending.is_empty() {
+        if rec != before || rec.has_queued() {
             self.write(&mut rec, &lock, durable)?;
         }
         Ok(out)
@@ -270,12 +264,7 @@ impl Registry {
     /// log has them. A crash anywhere in between loses no line: the next
     /// [`Registry::update`] appends what is missing.
     fn write(&self, rec: &mut Record, lock: &fs::File, durable: bool) -> Result<()> {
-        let mut events = std::mem::take(&mut rec.pending);
-        for e in &mut events {
-            rec.audit_seq += 1;
-            e.seq = rec.audit_seq;
-        }
-        rec.unaudited = events;
+        rec.seal_queued();
         if durable {
             crate::store::root::write_atomic(&self.file(&rec.id), &encode(rec))?;
         } else {
@@ -676,52 +665,45 @@ mod props {
                     restored_from,
                     (audit_seq, unaudited, attempts_dropped, intent),
                 ),
-            )| Record {
-                schema: SCHEMA,
-                id,
-                state,
-                repo,
-                worktree,
-                root,
-                origin: if adopted {
+            )| {
+                let origin = if adopted {
                     Origin::Adopted
                 } else {
                     Origin::Created
-                },
-                branch,
-                base,
-                owner,
-                uid,
-                created_at,
-                lease,
-                sessions,
-                outcome,
-                retention: retention.map(|(owner, reason, until)| Retention {
+                };
+                let mut r = Record::planned(id, repo, root, origin, branch, base, owner, uid);
+                r.state = state;
+                r.worktree = worktree;
+                r.created_at = created_at;
+                r.lease = lease;
+                r.sessions = sessions;
+                r.outcome = outcome;
+                r.retention = retention.map(|(owner, reason, until)| Retention {
                     owner,
                     reason,
                     until,
-                }),
-                archive,
-                attempts: attempts
+                });
+                r.archive = archive;
+                r.attempts = attempts
                     .into_iter()
                     .map(|(at, reasons, detail)| Attempt {
                         at,
                         reasons,
                         detail,
                     })
-                    .collect(),
-                attempts_dropped,
-                tombstone,
-                restored_from,
-                intent: intent.map(|(at, delete_branch, fetch)| Intent {
+                    .collect();
+                r.attempts_dropped = attempts_dropped;
+                r.tombstone = tombstone;
+                r.restored_from = restored_from;
+                r.intent = intent.map(|(at, delete_branch, fetch)| Intent {
                     kind: Intent::RETIRE_WHEN_FREE.into(),
                     at,
                     delete_branch,
                     fetch,
-                }),
-                audit_seq,
-                unaudited,
-                pending: Vec::new(),
+                });
+                r.audit_seq = audit_seq;
+                r.unaudited = unaudited;
+                r
             },
         )
     }

@@ -475,12 +475,7 @@ pub fn refuse_newline(what: &str, path: &Path) -> Result<()> {
 /// Returns the UTF-8 form of a path that will be stored in a record; paths
 /// stored in records must be UTF-8 (SPEC/Record).
 pub fn utf8(path: &Path) -> Result<String> {
-    path.to_str().map(str::to_string).ok_or_else(|| {
-        Error::Usage(format!(
-            "path `{}` is not UTF-8; lease cannot record it",
-            path.display()
-        ))
-    })
+    Ok(crate::model::record::utf8_path(path)?)
 }
 
 #[cfg(test)]
