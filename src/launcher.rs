@@ -39,7 +39,8 @@ use crate::model::reason::HoldReason;
 use crate::model::record::{FileId, Origin, Outcome, Owner, Record, Retention, Session, State};
 use crate::model::report::TargetReport;
 use crate::os::process::{self, Ended};
-use crate::retire::{Engine, free_bytes};
+use crate::retire::Engine;
+use crate::retire::free_bytes;
 use crate::store::registry::Registry;
 
 /// The variables git itself clears for a subprocess that works in another
@@ -493,8 +494,8 @@ pub(crate) fn create(
     let repo_root = wt_root.join(repo_dir_name(&common));
     check_root_outside_worktrees(&rg, &common, &[reg.root().path(), &wt_root])?;
     admit_or_reap(reg, git, req.reap_if_low, &[&wt_root, reg.root().path()])?;
-    crate::store::root::make_private_dir(&repo_root)?;
-    crate::store::root::check_private_dir(&repo_root, true)?;
+    crate::os::atomic::make_private_dir(&repo_root)?;
+    crate::os::atomic::check_private_dir(&repo_root, true)?;
     let owner = owner_of(req)?;
     let mut rec = Record::planned(
         id.clone(),
@@ -577,8 +578,8 @@ pub fn create_restored(
         }
         None => {
             let r = wt_root.join(repo_dir_name(common));
-            crate::store::root::make_private_dir(&r)?;
-            crate::store::root::check_private_dir(&r, true)?;
+            crate::os::atomic::make_private_dir(&r)?;
+            crate::os::atomic::check_private_dir(&r, true)?;
             (r.clone(), r.join(&id))
         }
     };
@@ -683,7 +684,7 @@ fn creation_lock(reg: &Registry, common: &Path) -> Result<fs::File> {
         .root()
         .locks()
         .join(format!("{}.lock", repo_dir_name(common)));
-    crate::store::root::lock_private(&lock_path)
+    crate::os::atomic::lock_private(&lock_path)
 }
 
 /// What a `git worktree add` left.

@@ -7,6 +7,7 @@ use std::path::Path;
 
 use crate::error::{IoResultExt, Result};
 
+pub mod atomic;
 pub mod fault;
 pub mod fs;
 pub mod lease;

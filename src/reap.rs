@@ -56,7 +56,8 @@ use crate::model::fmt::lossless;
 use crate::model::reason::{Hold, HoldReason};
 use crate::model::record::{FileId, Origin, Record, State, Tombstone};
 use crate::model::report::{GitInfo, TargetReport};
-use crate::retire::{Engine, free_bytes};
+use crate::retire::Engine;
+use crate::retire::free_bytes;
 use crate::store::registry::{Loaded, Registry};
 use crate::store::root::StateRoot;
 
@@ -266,7 +267,7 @@ pub struct ReaperLock {
 pub fn lock_reaper(root: &StateRoot, create: bool) -> Result<ReaperLock> {
     let path = root.locks().join("reap.lock");
     // Never through a symlink, never waiting on a FIFO, regular files only.
-    let Some(file) = crate::store::root::open_lock_file(&path, create, create)? else {
+    let Some(file) = crate::os::atomic::open_lock_file(&path, create, create)? else {
         return Ok(ReaperLock { _file: None });
     };
     match file.try_lock() {

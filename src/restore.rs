@@ -555,7 +555,7 @@ pub fn drop(id: &str, unreachable_ok: bool) -> Result<DropReport> {
         }
         if let Some(dir) = b.parent() {
             let _ = fs::remove_dir(dir); // only if empty
-            let _ = crate::store::root::sync_dir(&reg.root().archives());
+            let _ = crate::os::atomic::sync_dir(&reg.root().archives());
         }
     }
     Ok(DropReport {

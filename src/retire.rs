@@ -458,7 +458,7 @@ impl Engine {
 
         // Gate 3.
         // An unsafe lease directory means lease cannot work at all (exit 3).
-        crate::store::root::check_private_dir(&self.reg.root().leases(), true)?;
+        crate::os::atomic::check_private_dir(&self.reg.root().leases(), true)?;
         let Some(lease) = rec.lease.clone() else {
             return Ok(Err(vec![Hold::new(
                 HoldReason::LeaseMissing,

@@ -45,7 +45,7 @@ pub(super) fn metrics(out: Option<&Path>, json: bool) -> Result<u8> {
             // bare file name relative to the current directory explicit.
             let path = std::path::absolute(path)
                 .map_err(|e| Error::Usage(format!("cannot resolve `{}`: {e}", path.display())))?;
-            crate::store::root::write_atomic_mode(&path, text.as_bytes(), 0o644)?;
+            crate::os::atomic::write_atomic_mode(&path, text.as_bytes(), 0o644)?;
             if json {
                 out_raw!(
                     "{}",

@@ -175,8 +175,8 @@ pub fn join(ticket: &Ticket, command: Vec<OsString>) -> Result<Joined> {
         return Err(Error::Usage("no command given after `--`".into()));
     }
     let root = ticket.state_root()?;
-    crate::store::root::check_private_dir(&root, true)?;
-    crate::store::root::check_private_dir(&root.join("leases"), false)?;
+    crate::os::atomic::check_private_dir(&root, true)?;
+    crate::os::atomic::check_private_dir(&root.join("leases"), false)?;
     let uid = crate::os::process::euid();
     let lease = &ticket.lease;
     let refuse = |h: reason::Hold| Error::refused(h.reason, h.detail);

@@ -408,7 +408,7 @@ fn save_orphans(root: &StateRoot, seen: &BTreeMap<String, SeenOrphan>) -> Result
         orphans: seen.clone(),
     };
     let bytes = serde_json::to_vec_pretty(&file).expect("orphans serialize");
-    crate::store::root::write_atomic(&orphans_file(root), &bytes)
+    crate::os::atomic::write_atomic(&orphans_file(root), &bytes)
 }
 
 fn orphans_file(root: &StateRoot) -> PathBuf {

@@ -98,7 +98,7 @@ impl Engine {
         let fmt = ops::object_format(rg, &repo)
             .map_err(|e| unarchived("cannot read the object format", &e))?;
         let dir = root.archives().join(&rec.id);
-        crate::store::root::make_private_dir(&dir).map_err(|e| unarchived("cannot create", &e))?;
+        crate::os::atomic::make_private_dir(&dir).map_err(|e| unarchived("cannot create", &e))?;
         let n = next_bundle_number(&dir);
         let bundle = dir.join(format!("{n}.bundle"));
         let tmp = dir.join(format!(".{n}.bundle.tmp"));
@@ -117,7 +117,7 @@ impl Engine {
             let f = fs::File::open(&tmp).at(&tmp)?;
             f.sync_all().at_do("cannot fsync", &tmp)?;
             crate::os::fs::rename_no_replace(&tmp, &bundle).at_do("cannot rename into", &bundle)?;
-            crate::store::root::sync_dir(&dir)
+            crate::os::atomic::sync_dir(&dir)
         })();
         drop(scratch);
         drop(step);
@@ -278,7 +278,7 @@ impl Scratch {
         if path.exists() {
             crate::store::root::remove_scratch(root, &path)?;
         }
-        crate::store::root::make_private_dir(&path)?;
+        crate::os::atomic::make_private_dir(&path)?;
         ops::init_bare(rg, &root.scratch(), &path, fmt)?;
         let objects = repo.join("objects");
         let mut line = objects.as_os_str().as_bytes().to_vec();

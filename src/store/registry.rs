@@ -266,9 +266,9 @@ impl Registry {
     fn write(&self, rec: &mut Record, lock: &fs::File, durable: bool) -> Result<()> {
         rec.seal_queued();
         if durable {
-            crate::store::root::write_atomic(&self.file(&rec.id), &encode(rec))?;
+            crate::os::atomic::write_atomic(&self.file(&rec.id), &encode(rec))?;
         } else {
-            crate::store::root::write_atomic_unsynced(&self.file(&rec.id), &encode(rec))?;
+            crate::os::atomic::write_atomic_unsynced(&self.file(&rec.id), &encode(rec))?;
         }
         crate::os::fault::point("record-written");
         let audit = Audit::new(&self.root);
@@ -283,7 +283,7 @@ impl Registry {
 
     /// Takes the short exclusive flock on `<id>.lock`; released when the guard drops (by close, never `LOCK_UN`).
     fn lock(&self, id: &str) -> Result<fs::File> {
-        crate::store::root::lock_private(&self.root.records().join(format!("{id}.lock")))
+        crate::os::atomic::lock_private(&self.root.records().join(format!("{id}.lock")))
     }
 }
 

@@ -2,11 +2,10 @@
 //! private (0700, ours, not a symlink, on a filesystem with working flock).
 
 use std::fs;
-use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, IoResultExt, Result};
+use crate::os::atomic::{check_private_dir, make_private_dir};
 
 /// statfs(2) `f_type` values of network filesystems whose flock is not
 /// host-local or not trustworthy (linux/magic.h; cargo#2615 on NFS).
@@ -218,68 +217,6 @@ fn canonical_prefix(path: &Path) -> PathBuf {
     }
 }
 
-/// Creates `path` with mode 0700 if it does not exist (an existing one is
-/// checked, not changed).
-pub fn make_private_dir(path: &Path) -> Result<()> {
-    match fs::DirBuilder::new().mode(0o700).create(path) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
-        Err(e) => Err(e).at_do("cannot create directory", path),
-    }
-}
-
-/// Checks that `path` is a directory (not a symlink), owned by us, with no
-/// group or other permissions; with `canonical`, also that no ancestor is a
-/// symlink (the path equals its canonical form).
-pub fn check_private_dir(path: &Path, canonical: bool) -> Result<()> {
-    let unsafe_dir = |problem: String| Error::UnsafeDir {
-        path: path.to_path_buf(),
-        problem,
-    };
-    let meta = fs::symlink_metadata(path).at(path)?;
-    if !meta.file_type().is_dir() {
-        return Err(unsafe_dir("not a directory (a symlink or a file)".into()));
-    }
-    if meta.uid() != crate::os::process::euid() {
-        return Err(unsafe_dir(format!("owned by uid {}", meta.uid())));
-    }
-    if meta.mode() & 0o077 != 0 {
-        return Err(unsafe_dir(format!(
-            "mode {:o} lets others in; want 0700",
-            meta.mode() & 0o7777
-        )));
-    }
-    if canonical && fs::canonicalize(path).at(path)? != path {
-        return Err(unsafe_dir(
-            "reached through a symlink or `..`; use its physical path".into(),
-        ));
-    }
-    if canonical {
-        for a in path.ancestors().skip(1) {
-            let m = fs::symlink_metadata(a).at(a)?;
-            if !is_safe_ancestor(m.uid(), m.mode(), crate::os::process::euid()) {
-                return Err(unsafe_dir(format!(
-                    "its ancestor `{}` (uid {}, mode {:o}) lets others rename it away",
-                    a.display(),
-                    m.uid(),
-                    m.mode() & 0o7777
-                )));
-            }
-        }
-    }
-    Ok(())
-}
-
-/// Returns true if an ancestor directory cannot be used by another user to
-/// move our directory away: owned by root or us (`me`, the effective uid), and not writable by group
-/// or others unless sticky (`/tmp`'s 1777: only owners may rename there).
-fn is_safe_ancestor(uid: u32, mode: u32, me: u32) -> bool {
-    let owner_ok = uid == 0 || uid == me;
-    let writable_by_others = mode & 0o022 != 0;
-    let sticky = mode & 0o1000 != 0;
-    owner_ok && (!writable_by_others || sticky)
-}
-
 /// Refuses a state root on a network filesystem, where flock is not host-local.
 fn check_local_fs(path: &Path) -> Result<()> {
     let dir = fs::File::open(path).at_do("cannot open", path)?;
@@ -296,137 +233,6 @@ fn check_local_fs(path: &Path) -> Result<()> {
         ));
     }
     Ok(())
-}
-
-/// Opens `path` as a lock file, creating it private (mode 0600) if missing,
-/// never through a symlink at its last component (`O_NOFOLLOW`), never
-/// waiting on open (`O_NONBLOCK`), and only if it is a regular file; then
-/// takes `LOCK_EX` on it, waiting for the holder. The lock lasts while the
-/// returned file is open.
-///
-/// # Errors
-/// [`Error::Io`] naming `path` if it cannot be opened, is a symlink, FIFO,
-/// device or anything but a regular file ([`crate::os::fs`]), or cannot be
-/// locked.
-pub fn lock_private(path: &Path) -> Result<fs::File> {
-    open_lock_file(path, true, true)?
-        .ok_or_else(|| Error::Usage(format!("lock file `{}` is missing", path.display())))
-        .and_then(|f| {
-            f.lock().at_do("cannot lock", path)?;
-            Ok(f)
-        })
-}
-
-/// Opens the lock file `path` for reading, and for writing with `write`
-/// (`create`: making it 0600 if missing; else `Ok(None)` when it is
-/// missing), with
-/// `O_NOFOLLOW|O_NONBLOCK|O_NOCTTY`, refusing anything but a regular file:
-/// an existing name is `lstat`ed first, so a FIFO or device is never
-/// opened, and the descriptor is checked again.
-pub fn open_lock_file(path: &Path, create: bool, write: bool) -> Result<Option<fs::File>> {
-    match fs::symlink_metadata(path) {
-        Ok(m) => {
-            if let Some(kind) = crate::os::fs::special_kind(m.file_type()) {
-                return Err(Error::Io {
-                    action: "cannot use",
-                    path: path.to_path_buf(),
-                    source: std::io::Error::new(
-                        std::io::ErrorKind::InvalidData,
-                        format!("is {kind}, not a regular file"),
-                    ),
-                });
-            }
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            if !create {
-                return Ok(None);
-            }
-        }
-        Err(e) => return Err(e).at_do("cannot open", path),
-    }
-    let opened = fs::OpenOptions::new()
-        .read(true)
-        .write(write || create)
-        .create(create)
-        .truncate(false)
-        .mode(0o600)
-        .custom_flags(crate::os::fs::UNTRUSTED_OPEN_FLAGS | libc::O_CLOEXEC)
-        .open(path);
-    let f = match opened {
-        Ok(f) => f,
-        Err(e) if !create && e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(crate::os::fs::symlink_is_invalid(e)).at_do("cannot open", path),
-    };
-    crate::os::fs::check_regular(&f).at_do("cannot use", path)?;
-    Ok(Some(f))
-}
-
-/// Writes `bytes` to `path` atomically and durably: a temporary file in the
-/// same directory (0600), fsync, rename over `path`, fsync of the directory.
-/// After a crash `path` holds the old or the new content, never a mixture.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    write_atomic_mode(path, bytes, 0o600)
-}
-
-/// Writes `bytes` to `path` like [`write_atomic`], with file mode `mode`
-/// (before the umask): for output other users read, such as the metrics file
-/// node_exporter's textfile collector scrapes.
-pub fn write_atomic_mode(path: &Path, bytes: &[u8], mode: u32) -> Result<()> {
-    write_atomic_with(path, bytes, mode, true)
-}
-
-/// Writes `bytes` to `path` atomically but without an fsync: a temporary
-/// file in the same directory (0600), renamed over `path`. After a crash of
-/// the process `path` holds the old or the new content, never a mixture;
-/// after a power loss it may hold either, or (on a filesystem that does not
-/// order a rename after the data it replaces) an empty file, which lease
-/// then reports as a corrupt record. For the writes SPEC invariant 7 lets
-/// go unsynced: a session's start and end (docs/record.md "Durability").
-pub fn write_atomic_unsynced(path: &Path, bytes: &[u8]) -> Result<()> {
-    write_atomic_with(path, bytes, 0o600, false)
-}
-
-fn write_atomic_with(path: &Path, bytes: &[u8], mode: u32, durable: bool) -> Result<()> {
-    let dir = path
-        .parent()
-        .ok_or_else(|| Error::Usage(format!("`{}` has no parent", path.display())))?;
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy())
-        .unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
-    let written = (|| {
-        let mut f = fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(mode)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(&tmp)
-            .at_do("cannot create", &tmp)?;
-        crate::os::fault::write().at_do("cannot write", &tmp)?;
-        f.write_all(bytes).at_do("cannot write", &tmp)?;
-        // A failed fsync ends the attempt: the page may be gone, and retrying
-        // can report success for data that never reached the disk
-        // (PostgreSQL's "fsyncgate"), so there is no retry.
-        if durable {
-            f.sync_all().at_do("cannot fsync", &tmp)?;
-        }
-        drop(f);
-        fs::rename(&tmp, path).at_do("cannot rename into", path)
-    })();
-    if written.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    written?;
-    if durable { sync_dir(dir) } else { Ok(()) }
-}
-
-/// Fsyncs a directory so a rename or create in it is durable.
-pub fn sync_dir(dir: &Path) -> Result<()> {
-    fs::File::open(dir)
-        .and_then(|d| d.sync_all())
-        .at_do("cannot fsync directory", dir)
 }
 
 /// Removes a scratch repository that lease made under `<state root>/scratch`.
@@ -485,48 +291,6 @@ mod tests {
     use std::os::unix::fs::PermissionsExt;
 
     #[test]
-    fn lock_private_creates_0600_and_never_follows_a_symlink() {
-        let t = tempfile::tempdir().unwrap();
-        let path = t.path().join("x.lock");
-        let f = lock_private(&path).unwrap();
-        assert_eq!(fs::metadata(&path).unwrap().mode() & 0o777, 0o600);
-        drop(f);
-        let target = t.path().join("target");
-        let link = t.path().join("link.lock");
-        std::os::unix::fs::symlink(&target, &link).unwrap();
-        assert!(lock_private(&link).is_err());
-        assert!(!target.exists(), "nothing created through the symlink");
-    }
-
-    #[test]
-    fn private_dir_checks() {
-        let t = tempfile::tempdir().unwrap();
-        let base = fs::canonicalize(t.path()).unwrap();
-        let d = base.join("d");
-        make_private_dir(&d).unwrap();
-        check_private_dir(&d, true).unwrap();
-        fs::set_permissions(&d, fs::Permissions::from_mode(0o750)).unwrap();
-        assert!(matches!(
-            check_private_dir(&d, true),
-            Err(Error::UnsafeDir { .. })
-        ));
-        fs::set_permissions(&d, fs::Permissions::from_mode(0o700)).unwrap();
-        let link = base.join("link");
-        std::os::unix::fs::symlink(&d, &link).unwrap();
-        assert!(matches!(
-            check_private_dir(&link, false),
-            Err(Error::UnsafeDir { .. })
-        ));
-        let via = link.join("sub");
-        make_private_dir(&d.join("sub")).unwrap();
-        assert!(matches!(
-            check_private_dir(&via, true),
-            Err(Error::UnsafeDir { .. })
-        ));
-        check_private_dir(&via, false).unwrap();
-    }
-
-    #[test]
     fn temp_roots() {
         let temps = vec![PathBuf::from("/tmp"), PathBuf::from("/home/u/tmp")];
         assert_eq!(
@@ -557,36 +321,6 @@ mod tests {
         );
         assert!(check_not_temp(&link.join("w"), false).is_err() || !real.starts_with("/tmp"));
         assert!(check_not_temp(&link.join("w"), true).is_ok());
-    }
-
-    #[test]
-    fn atomic_write_replaces() {
-        let t = tempfile::tempdir().unwrap();
-        let p = t.path().join("r.json");
-        write_atomic(&p, b"one").unwrap();
-        write_atomic(&p, b"two").unwrap();
-        assert_eq!(fs::read(&p).unwrap(), b"two");
-        assert_eq!(
-            fs::read_dir(t.path()).unwrap().count(),
-            1,
-            "no temp file left"
-        );
-    }
-
-    #[test]
-    fn ancestors() {
-        for me in [0, 1000] {
-            assert!(is_safe_ancestor(0, 0o40755, me));
-            assert!(is_safe_ancestor(0, 0o41777, me), "sticky /tmp");
-            assert!(
-                !is_safe_ancestor(0, 0o40777, me),
-                "world-writable, not sticky"
-            );
-            assert!(!is_safe_ancestor(0, 0o40775, me), "group-writable");
-            assert!(!is_safe_ancestor(4242, 0o40755, me), "someone else's");
-        }
-        assert!(is_safe_ancestor(1000, 0o40755, 1000), "our own");
-        assert!(!is_safe_ancestor(1000, 0o40755, 1001), "another user's");
     }
 
     #[test]
@@ -695,22 +429,6 @@ mod tests {
         for (g, w) in got.iter().zip(want) {
             assert_eq!(g, &Path::new("/s").join(w));
         }
-    }
-
-    #[test]
-    fn make_private_dir_creates_0700_and_leaves_an_existing_one_alone() {
-        let t = tempfile::tempdir().unwrap();
-        let d = t.path().join("d");
-        make_private_dir(&d).unwrap();
-        assert_eq!(fs::metadata(&d).unwrap().mode() & 0o7777, 0o700);
-        fs::set_permissions(&d, fs::Permissions::from_mode(0o750)).unwrap();
-        make_private_dir(&d).unwrap();
-        assert_eq!(
-            fs::metadata(&d).unwrap().mode() & 0o7777,
-            0o750,
-            "checked elsewhere, not changed"
-        );
-        assert!(make_private_dir(&t.path().join("missing/d")).is_err());
     }
 
     #[test]
