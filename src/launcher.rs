@@ -38,9 +38,9 @@ use crate::git::{self, Git, RepoGit};
 use crate::model::reason::HoldReason;
 use crate::model::record::{FileId, Origin, Outcome, Owner, Record, Retention, Session, State};
 use crate::model::report::TargetReport;
+use crate::os::atomic::free_bytes;
 use crate::os::process::{self, Ended};
 use crate::retire::Engine;
-use crate::retire::free_bytes;
 use crate::store::registry::Registry;
 
 /// The variables git itself clears for a subprocess that works in another
@@ -117,9 +117,8 @@ impl MinFree {
     fn required(self, path: &Path) -> u64 {
         match self {
             MinFree::Bytes(b) => b,
-            MinFree::Percent(p) => rustix::fs::statvfs(path).map_or(u64::MAX, |s| {
-                s.f_blocks.saturating_mul(s.f_frsize) / 100 * u64::from(p)
-            }),
+            MinFree::Percent(p) => crate::os::atomic::total_bytes(path)
+                .map_or(u64::MAX, |total| total / 100 * u64::from(p)),
         }
     }
 }

@@ -31,6 +31,7 @@ use crate::model::evidence;
 use crate::model::reason::{self, Disposition, Hold, HoldReason};
 use crate::model::record::{Archive, Record, State, Tombstone};
 use crate::model::report::TargetReport;
+use crate::os::atomic::free_bytes;
 use crate::plan::{self, StateGate};
 use crate::store::registry::{Loaded, Registry};
 
@@ -1200,15 +1201,6 @@ struct Reach {
     unique: Vec<String>,
     /// How many branch tips of the trusted remote `--fetch` confirmed.
     confirmed: usize,
-}
-
-/// Free bytes for unprivileged users on the filesystem of `path` (statvfs(3)
-/// `f_bavail * f_frsize`), 0 if unknown.
-pub fn free_bytes(path: &Path) -> u64 {
-    if crate::os::fault::disk_full() {
-        return 0;
-    }
-    rustix::fs::statvfs(path).map_or(0, |s| s.f_bavail.saturating_mul(s.f_frsize))
 }
 
 /// Config `trusted_remote` (or `LEASE_TRUSTED_REMOTE`), if set: the one

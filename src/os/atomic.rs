@@ -202,6 +202,35 @@ pub fn sync_dir(dir: &Path) -> Result<()> {
         .at_do("cannot fsync directory", dir)
 }
 
+/// Free bytes for unprivileged users on the filesystem of `path` (statvfs(3)
+/// `f_bavail * f_frsize`), 0 if unknown.
+pub fn free_bytes(path: &Path) -> u64 {
+    if crate::os::fault::disk_full() {
+        return 0;
+    }
+    rustix::fs::statvfs(path).map_or(0, |s| s.f_bavail.saturating_mul(s.f_frsize))
+}
+
+/// Total bytes of the filesystem of `path` (statvfs(3) `f_blocks *
+/// f_frsize`, saturating), or `None` if it cannot be read.
+pub fn total_bytes(path: &Path) -> Option<u64> {
+    rustix::fs::statvfs(path)
+        .ok()
+        .map(|s| s.f_blocks.saturating_mul(s.f_frsize))
+}
+
+/// The filesystem type of the directory `path` (statfs(2) `f_type`, the
+/// magic numbers of linux/magic.h).
+///
+/// # Errors
+/// [`Error::Io`] naming `path` if it cannot be opened or statfs fails.
+pub fn fs_magic(path: &Path) -> Result<u64> {
+    let dir = fs::File::open(path).at_do("cannot open", path)?;
+    let st = rustix::fs::fstatfs(&dir).at(path)?;
+    #[allow(clippy::unnecessary_cast)]
+    Ok(st.f_type as u64)
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {

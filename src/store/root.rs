@@ -219,10 +219,7 @@ fn canonical_prefix(path: &Path) -> PathBuf {
 
 /// Refuses a state root on a network filesystem, where flock is not host-local.
 fn check_local_fs(path: &Path) -> Result<()> {
-    let dir = fs::File::open(path).at_do("cannot open", path)?;
-    let st = rustix::fs::fstatfs(&dir).at(path)?;
-    #[allow(clippy::unnecessary_cast)]
-    let magic = st.f_type as u64;
+    let magic = crate::os::atomic::fs_magic(path)?;
     if NETWORK_FS.contains(&magic) {
         return Err(Error::refused(
             crate::model::reason::HoldReason::LockUnsupported,
