@@ -2,5 +2,6 @@
 //! layout and checks, the records, the audit log.
 
 pub mod audit;
+pub mod orphans;
 pub mod registry;
 pub mod root;
