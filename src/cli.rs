@@ -537,7 +537,7 @@ pub(super) fn print_error_json(on_stderr: bool, v: &serde_json::Value) {
 
 /// The JSON document of a command that failed with `e` and exits `code`
 /// (docs/record.md "The --json contract"): `error.kind` names the variant
-/// (`io`, `git`, `usage`, `record`, `unsafe-dir`, `refused`), `error.path`
+/// (`io`, `git`, `usage`, `environment`, `record`, `unsafe-dir`, `refused`), `error.path`
 /// the file or directory concerned when there is one, `error.reason` the
 /// reason code when the error stands for one, and `error.next` a command to
 /// run next.
@@ -546,6 +546,7 @@ pub(super) fn error_json(e: &Error, code: u8) -> serde_json::Value {
         Error::Io { path, .. } => ("io", Some(path.as_path())),
         Error::Git { .. } => ("git", None),
         Error::Usage(_) => ("usage", None),
+        Error::Environment(_) => ("environment", None),
         Error::Record { path, .. } => ("record", Some(path.as_path())),
         Error::UnsafeDir { path, .. } => ("unsafe-dir", Some(path.as_path())),
         Error::Refused { .. } => ("refused", None),

@@ -36,9 +36,16 @@ pub enum Error {
         /// What git printed on stderr, trimmed.
         stderr: String,
     },
-    /// The caller asked for something malformed; nothing was opened for writing.
+    /// The caller asked for something malformed; nothing was opened for
+    /// writing (exit 2).
     #[error("{0}")]
     Usage(String),
+    /// The machine cannot give lease what it needs, however the request is
+    /// spelled: `/proc` does not show this process, too little free space
+    /// for exec's admission, the current directory is gone, a path vanished
+    /// mid-command. lease could not work at all (exit 3; SPEC "Exit codes").
+    #[error("{0}")]
+    Environment(String),
     /// A registry record cannot be changed: corrupt, unreadable or of a newer schema.
     #[error("record `{path}` is {problem}")]
     Record {
@@ -82,7 +89,10 @@ impl Error {
         match self {
             Error::Usage(_) => Class::Usage,
             Error::Refused { .. } | Error::Git { .. } => Class::Held,
-            Error::Io { .. } | Error::Record { .. } | Error::UnsafeDir { .. } => Class::Failed,
+            Error::Io { .. }
+            | Error::Environment(_)
+            | Error::Record { .. }
+            | Error::UnsafeDir { .. } => Class::Failed,
         }
     }
 
@@ -147,5 +157,35 @@ impl<T> IoResultExt<T> for io::Result<T> {
     }
     fn at(self, path: &Path) -> Result<T> {
         self.at_do("cannot access", path)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::record::{IllegalTransition, Malformed, State};
+
+    #[test]
+    fn a_usage_error_is_exit_2_and_an_environment_failure_exit_3() {
+        // SPEC "Exit codes": 2 for a malformed request, 3 when lease could
+        // not work at all (no free space, no /proc, no current directory).
+        assert_eq!(Error::Usage("x".into()).class(), Class::Usage);
+        assert_eq!(Error::Environment("x".into()).class(), Class::Failed);
+        assert_eq!(
+            Error::from(Malformed("bad owner".into())).class(),
+            Class::Usage
+        );
+        let e = Error::from(IllegalTransition {
+            id: "abc".into(),
+            from: State::Active,
+            to: State::Removed,
+        });
+        assert_eq!(e.class(), Class::Failed);
+        assert_eq!(
+            e.to_string(),
+            "record `abc` is not allowed to go from active to removed"
+        );
+        assert_eq!(Error::Environment("no room".into()).to_string(), "no room");
+        assert_eq!(Error::Environment("x".into()).reason(), None);
     }
 }

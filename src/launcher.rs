@@ -185,8 +185,9 @@ pub(crate) fn check_root_not_temp() -> Result<()> {
 /// A new session of this process (pid and start time), not yet ended.
 pub(crate) fn own_session() -> Result<Session> {
     let pid = std::process::id();
-    let start_time = process::start_time(pid)
-        .ok_or_else(|| Error::Usage("cannot read this process's start time from /proc".into()))?;
+    let start_time = process::start_time(pid).ok_or_else(|| {
+        Error::Environment("cannot read this process's start time from /proc".into())
+    })?;
     Ok(Session {
         pid,
         start_time,
@@ -311,7 +312,7 @@ fn caller_dir(req: &ExecRequest) -> Result<PathBuf> {
     let dir = match &req.repo {
         Some(r) => r.clone(),
         None => std::env::current_dir()
-            .map_err(|e| Error::Usage(format!("cannot read the current directory: {e}")))?,
+            .map_err(|e| Error::Environment(format!("cannot read the current directory: {e}")))?,
     };
     crate::store::root::refuse_newline("repository", &dir)?;
     let dir = fs::canonicalize(&dir)
@@ -368,7 +369,7 @@ pub(crate) fn repo_dir_name(common: &Path) -> String {
 fn admit(dirs: &[&Path]) -> Result<()> {
     match low_space(&crate::policy::current().min_free.bounds(), dirs) {
         None => Ok(()),
-        Some(why) => Err(Error::Usage(why)),
+        Some(why) => Err(Error::Environment(why)),
     }
 }
 
@@ -399,7 +400,7 @@ fn admit_or_reap(reg: &Registry, git: &Git, reap_if_low: bool, dirs: &[&Path]) -
         return Ok(());
     };
     if !reap_if_low {
-        return Err(Error::Usage(why));
+        return Err(Error::Environment(why));
     }
     let reaped = match crate::reap::lock_reaper(reg.root(), true) {
         Ok(_lock) => crate::reap::reap(reg.root(), git, true).map(|r| r.bytes_reclaimed),
@@ -407,10 +408,10 @@ fn admit_or_reap(reg: &Registry, git: &Git, reap_if_low: bool, dirs: &[&Path]) -
     };
     match (reaped, low_space(&bounds, dirs)) {
         (_, None) => Ok(()),
-        (Ok(bytes), Some(why)) => Err(Error::Usage(format!(
+        (Ok(bytes), Some(why)) => Err(Error::Environment(format!(
             "{why} (a reap reclaimed {bytes} bytes, not enough)"
         ))),
-        (Err(e), Some(why)) => Err(Error::Usage(format!(
+        (Err(e), Some(why)) => Err(Error::Environment(format!(
             "{why} (the reap for --reap-if-low did not run: {e})"
         ))),
     }

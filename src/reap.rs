@@ -58,7 +58,6 @@ use crate::model::record::{FileId, Origin, Record, State, Tombstone};
 use crate::model::report::{GitInfo, TargetReport};
 use crate::os::atomic::free_bytes;
 use crate::retire::Engine;
-use crate::retire::Engine;
 use crate::store::registry::{Loaded, Registry};
 use crate::store::root::StateRoot;
 
@@ -566,8 +565,9 @@ impl Reaper<'_> {
                     ));
                     return Ok(());
                 }
-                let s = crate::os::fs::lstat(&path)
-                    .ok_or_else(|| Error::Usage(format!("`{shown}` vanished while reaping")))?;
+                let s = crate::os::fs::lstat(&path).ok_or_else(|| {
+                    Error::Environment(format!("`{shown}` vanished while reaping"))
+                })?;
                 let btime = crate::os::fs::birth(&fs::symlink_metadata(&path).ok());
                 let wt = FileId::new(&path, s.dev, s.ino, btime)?;
                 let moved = self.reg.update(&rec.id, |r| {

@@ -133,7 +133,7 @@ fn absolute(path: &Path) -> Result<PathBuf> {
         return Ok(lexical(path));
     }
     let cwd = std::env::current_dir()
-        .map_err(|e| Error::Usage(format!("cannot read the current directory: {e}")))?;
+        .map_err(|e| Error::Environment(format!("cannot read the current directory: {e}")))?;
     Ok(lexical(&cwd.join(path)))
 }
 

@@ -91,7 +91,7 @@ fn resolve_quietly(reg: &Registry, t: &str) -> Result<Target> {
         ));
     }
     let cwd = std::env::current_dir()
-        .map_err(|e| Error::Usage(format!("cannot read the current directory: {e}")))?;
+        .map_err(|e| Error::Environment(format!("cannot read the current directory: {e}")))?;
     // SPEC invariant 5: `..` (and `.`) after a name is refused, since after
     // a symlinked name it means another directory than it reads; `.` alone
     // is the current directory, which getcwd(3) gives physically.

@@ -83,7 +83,7 @@ fn is_safe_ancestor(uid: u32, mode: u32, me: u32) -> bool {
 /// locked.
 pub fn lock_private(path: &Path) -> Result<fs::File> {
     open_lock_file(path, true, true)?
-        .ok_or_else(|| Error::Usage(format!("lock file `{}` is missing", path.display())))
+        .ok_or_else(|| Error::Environment(format!("lock file `{}` is missing", path.display())))
         .and_then(|f| {
             f.lock().at_do("cannot lock", path)?;
             Ok(f)

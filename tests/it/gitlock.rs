@@ -501,7 +501,8 @@ fn every_refused_adoption_leaves_no_record_and_no_lease_file() {
         .args(["adopt", side.to_str().unwrap()])
         .output()
         .unwrap();
-    assert_ne!(o.status.code(), Some(0), "{}", stderr(&o));
+    // The environment, not the request: exit 3 (SPEC "Exit codes").
+    assert_code(&o, 3);
     before.assert_unchanged(&env, &repo, &side, "adopt below the watermark");
     let o = env
         .lease()

@@ -368,8 +368,9 @@ fn restore_below_the_free_space_watermark_refuses_like_exec() {
         .args(["restore", &id])
         .output()
         .unwrap();
-    // Admission refusals are usage errors (exit 2; exec reports its own 125).
-    assert_code(&o, 2);
+    // Too little free space is the environment, not the request: exit 3
+    // (SPEC "Exit codes"; exec reports its own 125).
+    assert_code(&o, 3);
     assert!(stderr(&o).contains("watermark"), "{}", stderr(&o));
     assert_eq!(manifest(&env.state), state, "nothing written");
     assert_code(&restore(&env, &[&id]), 0);
