@@ -40,6 +40,7 @@ use crate::model::record::{FileId, Origin, Outcome, Owner, Record, Retention, Se
 use crate::model::report::TargetReport;
 use crate::os::atomic::free_bytes;
 use crate::os::process::{self, Ended};
+use crate::policy::MinFree;
 use crate::retire::Engine;
 use crate::store::registry::Registry;
 
@@ -67,61 +68,6 @@ pub const LOCAL_REPO_ENV: &[&str] = &[
     "GIT_COMMON_DIR",
     "GIT_NAMESPACE",
 ];
-
-/// Admission's default watermark: 1 GiB free (SPEC/Commands).
-pub const DEFAULT_MIN_FREE: MinFree = MinFree::Bytes(1 << 30);
-
-/// A free-space watermark: bytes, or a percentage of the filesystem.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum MinFree {
-    /// At least this many bytes free.
-    Bytes(u64),
-    /// At least this percentage (0 to 100) of the filesystem free.
-    Percent(u8),
-}
-
-impl MinFree {
-    /// Parses SIZE: bytes with an optional binary unit (`500M`, `10G`, `1T`,
-    /// `4096`, `64K`) or a percentage (`5%`).
-    pub fn parse(s: &str) -> Result<MinFree> {
-        let bad = || {
-            Error::Usage(format!(
-                "size `{s}` is not bytes with an optional unit (500M, 10G) or a percentage (5%)"
-            ))
-        };
-        let s = s.trim();
-        if let Some(p) = s.strip_suffix('%') {
-            let p: u8 = p.parse().map_err(|_| bad())?;
-            return if p <= 100 {
-                Ok(MinFree::Percent(p))
-            } else {
-                Err(bad())
-            };
-        }
-        let upper = s.to_ascii_uppercase();
-        let digits = upper.trim_end_matches(['B']).trim_end_matches(['I']);
-        let (num, shift) = match digits.chars().last() {
-            Some('K') => (&digits[..digits.len() - 1], 10),
-            Some('M') => (&digits[..digits.len() - 1], 20),
-            Some('G') => (&digits[..digits.len() - 1], 30),
-            Some('T') => (&digits[..digits.len() - 1], 40),
-            _ => (digits, 0),
-        };
-        let n: u64 = num.parse().map_err(|_| bad())?;
-        n.checked_mul(1u64 << shift)
-            .map(MinFree::Bytes)
-            .ok_or_else(bad)
-    }
-
-    /// Returns the required free bytes on the filesystem of `path`.
-    fn required(self, path: &Path) -> u64 {
-        match self {
-            MinFree::Bytes(b) => b,
-            MinFree::Percent(p) => crate::os::atomic::total_bytes(path)
-                .map_or(u64::MAX, |total| total / 100 * u64::from(p)),
-        }
-    }
-}
 
 /// What `lease exec` was asked to do.
 #[derive(Debug, Clone)]
@@ -1343,17 +1289,6 @@ pub(crate) fn head_of(git: &Git, common: &Path, worktree: &Path) -> Option<Strin
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn sizes() {
-        assert_eq!(MinFree::parse("500M").unwrap(), MinFree::Bytes(500 << 20));
-        assert_eq!(MinFree::parse("10G").unwrap(), MinFree::Bytes(10 << 30));
-        assert_eq!(MinFree::parse("4096").unwrap(), MinFree::Bytes(4096));
-        assert_eq!(MinFree::parse("64K").unwrap(), MinFree::Bytes(64 << 10));
-        assert_eq!(MinFree::parse("1T").unwrap(), MinFree::Bytes(1 << 40));
-        // SPEC/Commands: admission's default watermark is 1 GiB free.
-        assert_eq!(DEFAULT_MIN_FREE, MinFree::parse("1G").unwrap());
-    }
 
     #[test]
     fn a_percentage_watermark_is_that_share_of_the_filesystem() {

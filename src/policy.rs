@@ -33,9 +33,106 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::launcher::{DEFAULT_MIN_FREE, MinFree};
 use crate::model::record::Owner;
-use crate::retire::ArchiveMode;
+
+/// Admission's default watermark: 1 GiB free (SPEC/Commands).
+pub const DEFAULT_MIN_FREE: MinFree = MinFree::Bytes(1 << 30);
+
+/// A free-space watermark: bytes, or a percentage of the filesystem.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MinFree {
+    /// At least this many bytes free.
+    Bytes(u64),
+    /// At least this percentage (0 to 100) of the filesystem free.
+    Percent(u8),
+}
+
+impl MinFree {
+    /// Parses SIZE: bytes with an optional binary unit (`500M`, `10G`, `1T`,
+    /// `4096`, `64K`) or a percentage (`5%`).
+    pub fn parse(s: &str) -> Result<MinFree> {
+        let bad = || {
+            Error::Usage(format!(
+                "size `{s}` is not bytes with an optional unit (500M, 10G) or a percentage (5%)"
+            ))
+        };
+        let s = s.trim();
+        if let Some(p) = s.strip_suffix('%') {
+            let p: u8 = p.parse().map_err(|_| bad())?;
+            return if p <= 100 {
+                Ok(MinFree::Percent(p))
+            } else {
+                Err(bad())
+            };
+        }
+        let upper = s.to_ascii_uppercase();
+        let digits = upper.trim_end_matches(['B']).trim_end_matches(['I']);
+        let (num, shift) = match digits.chars().last() {
+            Some('K') => (&digits[..digits.len() - 1], 10),
+            Some('M') => (&digits[..digits.len() - 1], 20),
+            Some('G') => (&digits[..digits.len() - 1], 30),
+            Some('T') => (&digits[..digits.len() - 1], 40),
+            _ => (digits, 0),
+        };
+        let n: u64 = num.parse().map_err(|_| bad())?;
+        n.checked_mul(1u64 << shift)
+            .map(MinFree::Bytes)
+            .ok_or_else(bad)
+    }
+
+    /// Returns the required free bytes on the filesystem of `path`.
+    pub fn required(self, path: &Path) -> u64 {
+        match self {
+            MinFree::Bytes(b) => b,
+            MinFree::Percent(p) => crate::os::atomic::total_bytes(path)
+                .map_or(u64::MAX, |total| total / 100 * u64::from(p)),
+        }
+    }
+}
+
+/// Where gate 6 archives commits that are not durable (`--archive`).
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Default,
+    clap::ValueEnum,
+    serde::Serialize,
+    serde::Deserialize,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum ArchiveMode {
+    /// A verified bundle under the state root.
+    #[default]
+    Bundle,
+    /// Archival refs pushed to the trusted remote and read back.
+    Remote,
+    /// Both a bundle and archival refs.
+    Both,
+}
+
+impl ArchiveMode {
+    /// True if this mode writes a bundle.
+    pub fn bundle(self) -> bool {
+        self != ArchiveMode::Remote
+    }
+    /// True if this mode pushes archival refs.
+    pub fn remote(self) -> bool {
+        self != ArchiveMode::Bundle
+    }
+
+    /// The stricter join of two layers' modes: every destination either
+    /// asks for (`bundle` and `remote` join to `both`).
+    pub fn join(self, other: ArchiveMode) -> ArchiveMode {
+        if self == other {
+            self
+        } else {
+            ArchiveMode::Both
+        }
+    }
+}
 
 /// The system config file.
 pub const SYSTEM_FILE: &str = "/etc/lease/config.toml";
@@ -637,6 +734,17 @@ pub fn current() -> &'static Policy {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(MinFree::parse("500M").unwrap(), MinFree::Bytes(500 << 20));
+        assert_eq!(MinFree::parse("10G").unwrap(), MinFree::Bytes(10 << 30));
+        assert_eq!(MinFree::parse("4096").unwrap(), MinFree::Bytes(4096));
+        assert_eq!(MinFree::parse("64K").unwrap(), MinFree::Bytes(64 << 10));
+        assert_eq!(MinFree::parse("1T").unwrap(), MinFree::Bytes(1 << 40));
+        // SPEC/Commands: admission's default watermark is 1 GiB free.
+        assert_eq!(DEFAULT_MIN_FREE, MinFree::parse("1G").unwrap());
+    }
 
     fn file(name: &str, l: Layer) -> (LayerFrom, Layer) {
         (LayerFrom::File(PathBuf::from(name)), l)

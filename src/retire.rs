@@ -33,6 +33,7 @@ use crate::model::record::{Archive, Record, State, Tombstone};
 use crate::model::report::TargetReport;
 use crate::os::atomic::free_bytes;
 use crate::plan::{self, StateGate};
+use crate::policy::ArchiveMode;
 use crate::store::registry::{Loaded, Registry};
 
 mod archive;
@@ -53,50 +54,6 @@ const OPS: &[&str] = &[
     "rebase-apply",
     "index.lock",
 ];
-
-/// Where gate 6 archives commits that are not durable (`--archive`).
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Default,
-    clap::ValueEnum,
-    serde::Serialize,
-    serde::Deserialize,
-)]
-#[serde(rename_all = "kebab-case")]
-pub enum ArchiveMode {
-    /// A verified bundle under the state root.
-    #[default]
-    Bundle,
-    /// Archival refs pushed to the trusted remote and read back.
-    Remote,
-    /// Both a bundle and archival refs.
-    Both,
-}
-
-impl ArchiveMode {
-    /// True if this mode writes a bundle.
-    pub fn bundle(self) -> bool {
-        self != ArchiveMode::Remote
-    }
-    /// True if this mode pushes archival refs.
-    pub fn remote(self) -> bool {
-        self != ArchiveMode::Bundle
-    }
-
-    /// The stricter join of two layers' modes: every destination either
-    /// asks for (`bundle` and `remote` join to `both`).
-    pub fn join(self, other: ArchiveMode) -> ArchiveMode {
-        if self == other {
-            self
-        } else {
-            ArchiveMode::Both
-        }
-    }
-}
 
 /// Runs retires against one registry with one git.
 #[derive(Debug)]

@@ -16,7 +16,7 @@ pub(super) struct Args {
     pub(super) apply: bool,
     /// Where retires archive commits that are not durable (see `lease retire --archive`).
     #[arg(long, value_enum, value_name = "MODE")]
-    pub(super) archive: Option<crate::retire::ArchiveMode>,
+    pub(super) archive: Option<crate::policy::ArchiveMode>,
     /// Print the report as JSON.
     #[arg(long)]
     pub(super) json: bool,

@@ -27,7 +27,7 @@ pub(super) struct Args {
     pub(super) rebuildable: Vec<String>,
     /// Where commits that are not durable are archived: a verified bundle under the state root, archival refs pushed to the trusted remote and read back, or both (default bundle; joined with config `archive` and $LEASE_ARCHIVE to every destination asked for).
     #[arg(long, value_enum, value_name = "MODE")]
-    pub(super) archive: Option<crate::retire::ArchiveMode>,
+    pub(super) archive: Option<crate::policy::ArchiveMode>,
     /// After a removal, delete the task branch if its tip is durable or archived and it is checked out nowhere (kept otherwise, exit 1).
     #[arg(long)]
     pub(super) delete_branch: bool,
