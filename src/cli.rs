@@ -299,7 +299,7 @@ pub fn run() -> ExitCode {
     let is_exec = matches!(cli.command, Cmd::Exec(_));
     if !matches!(cli.command, Cmd::Join(_) | Cmd::Generate(_)) {
         let flags = flag_layer(&cli.command);
-        let resolved = crate::policy::load_layers(cli.config.as_deref()).and_then(|mut l| {
+        let resolved = config::load_layers(cli.config.as_deref()).and_then(|mut l| {
             l.push((crate::policy::LayerFrom::Flags, flags));
             crate::policy::resolve(&l)
         });

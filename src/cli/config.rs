@@ -1,10 +1,87 @@
-//! `lease config --show [--json]`: every effective setting and where it came from.
+//! The config layers read from their files and the environment, and
+//! `lease config --show [--json]`: every effective setting and where it
+//! came from.
+
+use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
 use super::exit;
-use crate::error::Result;
-use crate::policy::{Policy, Source, Sourced};
+use crate::error::{Error, Result};
+use crate::policy::{Layer, LayerFrom, Policy, Source, Sourced, env_layer, parse_file};
+
+/// The system config file.
+const SYSTEM_FILE: &str = "/etc/lease/config.toml";
+
+/// The largest config file lease reads (bytes; docs/config.md).
+const MAX_CONFIG_BYTES: u64 = 1 << 20;
+
+/// Reads a config file; `Ok(None)` if it does not exist and `required` is
+/// false. The file must be a regular file of at most [`MAX_CONFIG_BYTES`],
+/// opened without following a symlink or waiting on a FIFO
+/// ([`crate::os::fs::read_regular`]); anything else is a usage error naming
+/// the file (SPEC "Bad input and faults").
+fn read_file(path: &Path, required: bool) -> Result<Option<Layer>> {
+    let text = match crate::os::fs::read_regular(path, MAX_CONFIG_BYTES) {
+        Ok(b) => String::from_utf8(b).map_err(|_| {
+            Error::Usage(format!(
+                "config file `{}` is not UTF-8 text; fix it or remove it",
+                path.display()
+            ))
+        })?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && !required => return Ok(None),
+        Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+            return Err(Error::Usage(format!(
+                "config file `{}` {e}; name a regular file (for a symlink, the file it points to)",
+                path.display()
+            )));
+        }
+        Err(e) => {
+            return Err(Error::Usage(format!(
+                "cannot read config file `{}`: {e}",
+                path.display()
+            )));
+        }
+    };
+    parse_file(path, &text).map(Some)
+}
+
+/// The user config file: `$XDG_CONFIG_HOME/lease/config.toml`, else
+/// `~/.config/lease/config.toml`.
+fn user_file(get: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
+    let var = |k: &str| get(k).filter(|v| v.starts_with('/'));
+    var("XDG_CONFIG_HOME")
+        .map(|x| PathBuf::from(x).join("lease/config.toml"))
+        .or_else(|| var("HOME").map(|h| PathBuf::from(h).join(".config/lease/config.toml")))
+}
+
+/// Loads the file and environment layers, in order: system file, user
+/// file, `--config` (else `$LEASE_CONFIG`), environment.
+pub(super) fn load_layers(config: Option<&Path>) -> Result<Vec<(LayerFrom, Layer)>> {
+    let get = |k: &str| std::env::var(k).ok();
+    let mut layers = Vec::new();
+    let system = PathBuf::from(SYSTEM_FILE);
+    if let Some(l) = read_file(&system, false)? {
+        layers.push((LayerFrom::File(system), l));
+    }
+    if let Some(user) = user_file(&get)
+        && let Some(l) = read_file(&user, false)?
+    {
+        layers.push((LayerFrom::File(user), l));
+    }
+    let explicit = config.map(Path::to_path_buf).or_else(|| {
+        get("LEASE_CONFIG")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    });
+    if let Some(path) = explicit
+        && let Some(l) = read_file(&path, true)?
+    {
+        layers.push((LayerFrom::File(path), l));
+    }
+    layers.push((LayerFrom::Env, env_layer(&get)?));
+    Ok(layers)
+}
 
 /// The arguments of `lease config`.
 #[derive(Debug, clap::Args)]
@@ -148,6 +225,24 @@ pub(super) fn show(json: bool) -> Result<u8> {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn user_file_prefers_xdg() {
+        let both = |k: &str| match k {
+            "XDG_CONFIG_HOME" => Some("/x".to_string()),
+            "HOME" => Some("/h".to_string()),
+            _ => None,
+        };
+        assert_eq!(
+            user_file(&both),
+            Some(PathBuf::from("/x/lease/config.toml"))
+        );
+        let home = |k: &str| (k == "HOME").then(|| "/h".to_string());
+        assert_eq!(
+            user_file(&home),
+            Some(PathBuf::from("/h/.config/lease/config.toml"))
+        );
+    }
 
     #[test]
     fn every_key_has_a_row() {
