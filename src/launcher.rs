@@ -289,7 +289,7 @@ fn owner_of(req: &ExecRequest) -> Result<Owner> {
     if let Some(o) = &req.owner {
         return Ok(o.clone());
     }
-    Ok(crate::policy::current().default_owner())
+    Ok(crate::policy::current().default_owner(crate::ops::caller_name))
 }
 
 /// `<repo name>-<first 8 hex of sha256 of the canonical common git dir>`.
@@ -325,7 +325,7 @@ fn low_space(bounds: &[MinFree], dirs: &[&Path]) -> Option<String> {
     for d in dirs {
         let free = free_bytes(d);
         for min in bounds {
-            let need = min.required(d);
+            let need = min.required(crate::os::atomic::total_bytes(d));
             if free < need {
                 return Some(format!(
                     "only {free} bytes free under `{}`, below the watermark of {need} bytes; free space, run `lease reap --apply` (or pass --reap-if-low), or lower the watermark (`lease config --show` says where it is set)",
@@ -544,7 +544,7 @@ pub fn create_restored(
     occupied()?;
     check_root_outside_worktrees(&rg, common, &[reg.root().path(), &wt_root, &root])?;
     admit(&[&root, reg.root().path()])?;
-    let owner = crate::policy::current().default_owner();
+    let owner = crate::policy::current().default_owner(crate::ops::caller_name);
     let mut rec = Record::planned(
         id.clone(),
         crate::store::root::utf8(common)?,
@@ -1295,17 +1295,23 @@ mod tests {
         let root = Path::new("/");
         let s = rustix::fs::statvfs(root).unwrap();
         let total = s.f_blocks * s.f_frsize;
-        let all = MinFree::Percent(100).required(root);
-        let half = MinFree::Percent(50).required(root);
+        let all = MinFree::Percent(100).required(crate::os::atomic::total_bytes(root));
+        let half = MinFree::Percent(50).required(crate::os::atomic::total_bytes(root));
         assert!(all <= total && total - all < 100, "{all} of {total}");
         assert!(
             half <= total / 2 && total / 2 - half < 100,
             "{half} of {total}"
         );
-        assert_eq!(MinFree::Percent(0).required(root), 0);
-        assert_eq!(MinFree::Bytes(7).required(root), 7);
         assert_eq!(
-            MinFree::Percent(5).required(Path::new("/nonexistent")),
+            MinFree::Percent(0).required(crate::os::atomic::total_bytes(root)),
+            0
+        );
+        assert_eq!(
+            MinFree::Bytes(7).required(crate::os::atomic::total_bytes(root)),
+            7
+        );
+        assert_eq!(
+            MinFree::Percent(5).required(crate::os::atomic::total_bytes(Path::new("/nonexistent"))),
             u64::MAX,
             "an unreadable filesystem never has enough"
         );

@@ -5,3 +5,10 @@ pub mod create;
 pub mod hook;
 pub mod intent;
 pub mod keeper;
+
+/// The name of the user lease runs as: `$USER`, else `/etc/passwd`'s entry
+/// for the effective uid, else the uid as text (the default owner's name,
+/// [`crate::policy::Policy::default_owner`]).
+pub fn caller_name() -> String {
+    crate::os::process::user_name(crate::os::process::euid())
+}

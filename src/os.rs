@@ -1,6 +1,6 @@
 //! Adapters that talk to the kernel (ARCHITECTURE.md floor 3): the only
 //! code that calls `rustix` (`scripts/forbid.sh`), and in [`process`] the
-//! only `unsafe` blocks but libgit2's options ([`crate::git::libgit2`]).
+//! only `unsafe` blocks but libgit2's options (`git/libgit2.rs`).
 
 use std::io;
 use std::path::Path;

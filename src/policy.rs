@@ -81,12 +81,14 @@ impl MinFree {
             .ok_or_else(bad)
     }
 
-    /// Returns the required free bytes on the filesystem of `path`.
-    pub fn required(self, path: &Path) -> u64 {
+    /// Returns the free bytes this bound requires on a filesystem of
+    /// `total` bytes (statvfs `f_blocks * f_frsize`, read by
+    /// `os::atomic::total_bytes`); a percentage of an unknown size (`None`)
+    /// requires `u64::MAX`, which is never free.
+    pub fn required(self, total: Option<u64>) -> u64 {
         match self {
             MinFree::Bytes(b) => b,
-            MinFree::Percent(p) => crate::os::atomic::total_bytes(path)
-                .map_or(u64::MAX, |total| total / 100 * u64::from(p)),
+            MinFree::Percent(p) => total.map_or(u64::MAX, |total| total / 100 * u64::from(p)),
         }
     }
 }
@@ -356,13 +358,15 @@ impl Policy {
         self.process_audit.value == Audit::Strict
     }
 
-    /// The default owner: the configured one, else `manual:<user name>`.
-    pub fn default_owner(&self) -> Owner {
+    /// The default owner: the configured one, else `manual:<user name>`,
+    /// the name asked of `user_name` only then (`ops::caller_name` reads it
+    /// from the system).
+    pub fn default_owner(&self, user_name: impl FnOnce() -> String) -> Owner {
         match &self.owner {
             Some(o) => o.value.clone(),
             None => Owner {
                 kind: "manual".into(),
-                name: crate::os::process::user_name(crate::os::process::euid()),
+                name: user_name(),
             },
         }
     }

@@ -139,7 +139,7 @@ fn rows(p: &Policy, state: std::result::Result<(String, Source), String>) -> Vec
             o.source.clone(),
         ),
         None => {
-            let o = p.default_owner();
+            let o = p.default_owner(crate::ops::caller_name);
             (
                 "owner",
                 json!(format!("{}:{}", o.kind, o.name)),

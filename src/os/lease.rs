@@ -41,7 +41,7 @@ pub fn create(path: &Path) -> Result<(File, FileId)> {
         source: std::io::Error::last_os_error(),
     })?;
     let id = FileId {
-        path: crate::store::root::utf8(path)?,
+        path: crate::model::record::utf8_path(path)?,
         dev: seen.dev,
         ino: seen.ino,
         btime: crate::os::fs::birth(&f.metadata().ok()),
