@@ -18,36 +18,33 @@
 //! 6. Truthful reports: removed, retained or held, with reasons.
 //! 7. Nothing is forgotten: registry, audit log and tombstones.
 //!
-//! # Modules
-//! `cli` (the only one that prints) -> `launcher` (exec, and `launcher::join`
-//! for a process that lost its descriptor), `ops` (`ops::create` and its
-//! keeper `ops::keeper` for hosts lease does not start, `ops::intent` for
-//! `retire --when-free`), `retire` (the engine), `reap`
-//! (the reconciler, which drives the engine), `restore` (a new leased
-//! worktree from a re-verified archive), `hold` (retention by a named
-//! owner) and `repair` (one stale registration) -> `plan` (pure gate
-//! decisions) over probes in `git`, `os::lease`, `os::walk`, `os::fs`, `os::procfs`; state in
-//! `registry`, `audit`, `paths`; the layered config in `policy` (resolved
-//! once by `cli`); raw OS process calls in `os::process`; test-only fault points in
-//! `os::fault`. `metrics` reads a state root for Prometheus; `progress` reports
-//! long steps to a sink the CLI installs on a terminal.
+//! # The floors
+//! The crate is built in floors; a module uses the floors below it and its
+//! own, never one above, and the top-level modules form no cycle
+//! (`scripts/floors`, run by `scripts/test`; docs/CONTRIBUTING.md "The
+//! floors").
+//!
+//! | floor | modules | what it holds |
+//! |---|---|---|
+//! | 1 nouns | [`model`] ([`model::reason`], [`model::record`], [`model::evidence`], [`model::report`], [`model::fmt`]), [`error`], [`policy`], [`progress`] | plain data and the layered config, resolved once; no process, no file, no git |
+//! | 2 decisions | [`plan`] | every gate and reconcile decision, pure functions of floor 1 |
+//! | 3 adapters | [`os`] ([`os::process`], [`os::fs`], [`os::walk`], [`os::atomic`], [`os::lease`], [`os::procfs`], [`os::fault`]), [`git`] ([`git::ops`], [`git::parse`], [`git::libgit2`], [`git::admin`], [`git::refs`]) | the only code that talks to the kernel (`rustix`, `unsafe` in `os::process` and `git::libgit2` only) or runs git (one typed function per subcommand in `git::ops`) |
+//! | 4 state | [`store`] ([`store::root`], [`store::registry`], [`store::audit`], [`store::orphans`]) | the state root, the records, the hash-chained audit log |
+//! | 5 operations | [`ops`] ([`ops::launcher`] exec and join, [`ops::retire`] the engine, [`ops::reap`] the reconciler, [`ops::restore`], [`ops::hold`], [`ops::repair`], [`ops::create`], [`ops::keeper`], [`ops::intent`], [`ops::hook`], [`ops::metrics`]) | one module per verb; the only place effects are sequenced |
+//! | 6 the face | [`cli`] | clap, rendering, the exit-code table, config loading; the only code that prints |
+//!
+//! Who deletes worktrees: [`ops::retire`] (its `git worktree remove`, after
+//! every gate). What runs git: [`git`]. What touches the kernel: [`os`].
 
 pub mod cli;
 pub mod error;
 pub mod git;
-pub mod hold;
-pub mod launcher;
-pub mod metrics;
 pub mod model;
 pub mod ops;
 pub mod os;
 pub mod plan;
 pub mod policy;
 pub mod progress;
-pub mod reap;
-pub mod repair;
-pub mod restore;
-pub mod retire;
 pub mod store;
 #[cfg(test)]
 mod testing;

@@ -2,9 +2,16 @@
 //! (ARCHITECTURE.md floor 5).
 
 pub mod create;
+pub mod hold;
 pub mod hook;
 pub mod intent;
 pub mod keeper;
+pub mod launcher;
+pub mod metrics;
+pub mod reap;
+pub mod repair;
+pub mod restore;
+pub mod retire;
 
 /// The name of the user lease runs as: `$USER`, else `/etc/passwd`'s entry
 /// for the effective uid, else the uid as text (the default owner's name,

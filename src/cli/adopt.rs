@@ -24,7 +24,7 @@ pub(super) fn run(a: Args) -> Result<u8> {
 
 pub(super) fn adopt(path: &std::path::Path, owner: Option<&str>, json: bool) -> Result<u8> {
     let owner = owner.map(Owner::parse).transpose()?;
-    let r = crate::launcher::adopt_only(path, owner)?;
+    let r = crate::ops::launcher::adopt_only(path, owner)?;
     if json {
         out_raw!(
             "{}",

@@ -33,7 +33,7 @@ pub(super) enum ArchiveCmd {
 }
 
 pub(super) fn verify(id: &str, json: bool) -> Result<u8> {
-    let rec = crate::restore::verify(&super::target::id_or_path(id)?)?;
+    let rec = crate::ops::restore::verify(&super::target::id_or_path(id)?)?;
     let a = rec.archive.as_ref();
     if json {
         out_raw!(
@@ -56,7 +56,7 @@ pub(super) fn verify(id: &str, json: bool) -> Result<u8> {
 }
 
 pub(super) fn drop(id: &str, unreachable_ok: bool, json: bool) -> Result<u8> {
-    let r = crate::restore::drop(&super::target::id_or_path(id)?, unreachable_ok)?;
+    let r = crate::ops::restore::drop(&super::target::id_or_path(id)?, unreachable_ok)?;
     if json {
         out_raw!(
             "{}",

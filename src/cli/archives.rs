@@ -17,7 +17,7 @@ pub(super) fn run(a: Args) -> Result<u8> {
 }
 
 pub(super) fn archives(json: bool) -> Result<u8> {
-    let list = crate::restore::archives()?;
+    let list = crate::ops::restore::archives()?;
     if json {
         out_raw!(
             "{}",

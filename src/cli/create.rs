@@ -11,7 +11,7 @@ use crate::model::record::Bound;
 use crate::model::record::Owner;
 use crate::model::report::{GitInfo, RetireReport};
 use crate::ops::create::CreateRequest;
-use crate::retire::Engine;
+use crate::ops::retire::Engine;
 use crate::store::registry::Registry;
 use crate::store::root::StateRoot;
 

@@ -4,7 +4,7 @@ use super::exit;
 use super::print_error;
 use super::retire::render_target;
 use crate::error::Result;
-use crate::launcher::ExecRequest;
+use crate::ops::launcher::ExecRequest;
 use crate::os::process::Ended;
 use std::process::ExitCode;
 
@@ -101,7 +101,7 @@ pub(super) fn flag_layer(a: &Args) -> crate::policy::Layer {
 /// a `lease` key saying what it is (`error`, `note`, `retire`; see
 /// docs/record.md "exec and join"), so stdout stays the command's.
 pub(super) fn exec(req: Result<ExecRequest>, json: bool) -> ExitCode {
-    let result = req.and_then(crate::launcher::exec);
+    let result = req.and_then(crate::ops::launcher::exec);
     let res = match result {
         Ok(r) => r,
         Err(e) => {

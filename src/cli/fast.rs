@@ -38,7 +38,7 @@ pub(super) fn run(args: &[OsString]) -> Option<ExitCode> {
 /// `exec --adopt PATH -- CMD`, as the slow path runs it with no other flag.
 fn adopt(path: std::path::PathBuf, command: Vec<OsString>) -> ExitCode {
     super::log::install(0, 0, super::log::LogFormat::Text);
-    let resolved = crate::policy::load_layers(None).and_then(|mut l| {
+    let resolved = super::config::load_layers(None).and_then(|mut l| {
         l.push((
             crate::policy::LayerFrom::Flags,
             crate::policy::Layer::default(),
@@ -52,7 +52,7 @@ fn adopt(path: std::path::PathBuf, command: Vec<OsString>) -> ExitCode {
             return ExitCode::from(super::exit::EXEC_FAILED);
         }
     }
-    let req = crate::launcher::ExecRequest {
+    let req = crate::ops::launcher::ExecRequest {
         repo: None,
         branch: None,
         base: None,

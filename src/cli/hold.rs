@@ -54,20 +54,20 @@ pub(super) fn hold(
 ) -> Result<u8> {
     let reg = root_for_record(id)?;
     let id = super::target::resolve_id(&reg, id)?;
-    let req = crate::hold::HoldRequest {
+    let req = crate::ops::hold::HoldRequest {
         id: id.clone(),
         reason,
         owner: owner.map(Owner::parse).transpose()?,
         until: until
-            .map(|u| crate::hold::parse_until(u, std::time::SystemTime::now()))
+            .map(|u| crate::ops::hold::parse_until(u, std::time::SystemTime::now()))
             .transpose()?,
     };
-    let r = crate::hold::hold(&reg, &req)?;
+    let r = crate::ops::hold::hold(&reg, &req)?;
     print_hold(&r, json);
     Ok(exit::OK)
 }
 
-pub(super) fn print_hold(r: &crate::hold::HoldReport, json: bool) {
+pub(super) fn print_hold(r: &crate::ops::hold::HoldReport, json: bool) {
     if json {
         out_raw!(
             "{}",
@@ -80,7 +80,7 @@ pub(super) fn print_hold(r: &crate::hold::HoldReport, json: bool) {
     }
 }
 
-fn render_hold(r: &crate::hold::HoldReport) -> Vec<String> {
+fn render_hold(r: &crate::ops::hold::HoldReport) -> Vec<String> {
     let what = r.worktree.as_deref().unwrap_or("-");
     let id = super::short_id(&r.id);
     let states = if r.from == r.state {

@@ -35,7 +35,7 @@ use crate::model::record::Owner;
 use crate::model::report::TargetReport;
 use crate::ops::create::CreateRequest;
 use crate::ops::hook::{BindFrom, HookEnv, bound_process, observe};
-use crate::retire::Engine;
+use crate::ops::retire::Engine;
 use crate::store::registry::Registry;
 use crate::store::root::StateRoot;
 

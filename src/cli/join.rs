@@ -23,7 +23,7 @@ pub(super) fn run(a: Args) -> ExitCode {
 /// Runs `lease join`: on success this process becomes the command and never
 /// returns here.
 pub(super) fn join(command: Vec<OsString>, json: bool) -> ExitCode {
-    use crate::launcher::join::{Ticket, join};
+    use crate::ops::launcher::join::{Ticket, join};
     let joined = match Ticket::from_env().and_then(|t| join(&t, command)) {
         Ok(j) => j,
         Err(e) => {

@@ -27,10 +27,10 @@ pub(super) fn run(a: Args) -> Result<u8> {
 /// node_exporter (often another user) can read them. Creates no state root.
 pub(super) fn metrics(out: Option<&Path>, json: bool) -> Result<u8> {
     let snapshot = match StateRoot::open_existing()? {
-        Some(root) => crate::metrics::gather(&Registry::new(root))?,
-        None => crate::metrics::empty(),
+        Some(root) => crate::ops::metrics::gather(&Registry::new(root))?,
+        None => crate::ops::metrics::empty(),
     };
-    let text = crate::metrics::render(&snapshot);
+    let text = crate::ops::metrics::render(&snapshot);
     match out {
         None if json => out_raw!(
             "{}",
@@ -59,7 +59,7 @@ pub(super) fn metrics(out: Option<&Path>, json: bool) -> Result<u8> {
 
 /// The counts of `s` as JSON: `records` by state name, `unreadable`,
 /// `archives`, `archive_bytes`, `reclaimed_bytes` (bytes).
-fn snapshot_json(s: &crate::metrics::Snapshot) -> serde_json::Value {
+fn snapshot_json(s: &crate::ops::metrics::Snapshot) -> serde_json::Value {
     let records: serde_json::Map<String, serde_json::Value> = crate::model::record::State::ALL
         .iter()
         .zip(s.records)

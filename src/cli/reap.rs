@@ -36,7 +36,7 @@ pub(super) fn flag_layer(a: &Args) -> crate::policy::Layer {
 }
 
 pub(super) fn reap(apply: bool, json: bool) -> Result<u8> {
-    use crate::reap::ReapReport;
+    use crate::ops::reap::ReapReport;
     let git = Git::resolve()?;
     let root = if apply {
         Some(StateRoot::open_or_create()?)
@@ -46,8 +46,8 @@ pub(super) fn reap(apply: bool, json: bool) -> Result<u8> {
     let report = match &root {
         None => ReapReport::empty(true, &git),
         Some(root) => {
-            let _reaper = crate::reap::lock_reaper(root, apply)?;
-            crate::reap::reap(root, &git, apply)?
+            let _reaper = crate::ops::reap::lock_reaper(root, apply)?;
+            crate::ops::reap::reap(root, &git, apply)?
         }
     };
     if json {
@@ -69,8 +69,8 @@ pub(super) fn reap(apply: bool, json: bool) -> Result<u8> {
     })
 }
 
-fn render_reap(r: &crate::reap::ReapReport) -> Vec<String> {
-    use crate::reap::{OrphanKind, ReapDisposition};
+fn render_reap(r: &crate::ops::reap::ReapReport) -> Vec<String> {
+    use crate::ops::reap::{OrphanKind, ReapDisposition};
     let mut out = Vec::new();
     out.push(format!(
         "lease reap{}: {} record(s), {} orphan(s), {} removed record(s) skipped; discovery {}",
@@ -145,12 +145,12 @@ fn render_reap(r: &crate::reap::ReapReport) -> Vec<String> {
     }
     for l in &r.leftovers {
         let what = match l.kind {
-            crate::reap::LeftoverKind::LeaseFile => "lease file",
-            crate::reap::LeftoverKind::BundleTemp => "unfinished bundle",
-            crate::reap::LeftoverKind::Bundle => "bundle no record names",
-            crate::reap::LeftoverKind::ArchiveDir => "empty archive directory",
-            crate::reap::LeftoverKind::Scratch => "scratch repository",
-            crate::reap::LeftoverKind::TempFile => "temporary file",
+            crate::ops::reap::LeftoverKind::LeaseFile => "lease file",
+            crate::ops::reap::LeftoverKind::BundleTemp => "unfinished bundle",
+            crate::ops::reap::LeftoverKind::Bundle => "bundle no record names",
+            crate::ops::reap::LeftoverKind::ArchiveDir => "empty archive directory",
+            crate::ops::reap::LeftoverKind::Scratch => "scratch repository",
+            crate::ops::reap::LeftoverKind::TempFile => "temporary file",
         };
         match (&l.kept, r.dry_run, l.removed) {
             (Some(why), _, _) => {

@@ -22,7 +22,7 @@ pub(super) fn run(a: Args) -> Result<u8> {
 pub(super) fn release(id: &str, json: bool) -> Result<u8> {
     let reg = root_for_record(id)?;
     let id = super::target::resolve_id(&reg, id)?;
-    let r = crate::hold::release(&reg, &id)?;
+    let r = crate::ops::hold::release(&reg, &id)?;
     print_hold(&r, json);
     Ok(exit::OK)
 }

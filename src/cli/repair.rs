@@ -36,7 +36,7 @@ pub(super) fn repair(path: &Path, dry_run: bool, json: bool) -> Result<u8> {
             None => None,
         }
     };
-    let plan = crate::repair::plan(reg.as_ref(), &git, path)?;
+    let plan = crate::ops::repair::plan(reg.as_ref(), &git, path)?;
     if !json {
         let will = if dry_run { "would" } else { "will" };
         if plan.holds().is_empty() {
@@ -49,9 +49,9 @@ pub(super) fn repair(path: &Path, dry_run: bool, json: bool) -> Result<u8> {
         }
     }
     let report = if dry_run {
-        crate::repair::dry_run(plan)
+        crate::ops::repair::dry_run(plan)
     } else {
-        crate::repair::apply(reg.as_ref(), &git, plan)?
+        crate::ops::repair::apply(reg.as_ref(), &git, plan)?
     };
     if json {
         out_raw!(

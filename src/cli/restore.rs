@@ -2,7 +2,7 @@
 
 use super::exit;
 use crate::error::Result;
-use crate::restore::RestoreRequest;
+use crate::ops::restore::RestoreRequest;
 use std::path::PathBuf;
 
 /// The arguments of `lease restore`.
@@ -36,7 +36,7 @@ pub(super) fn restore(
     again: bool,
     json: bool,
 ) -> Result<u8> {
-    let r = crate::restore::restore(&RestoreRequest {
+    let r = crate::ops::restore::restore(&RestoreRequest {
         id: super::target::id_or_path(&id)?,
         to,
         branch,

@@ -7,7 +7,7 @@ use crate::git::Git;
 use crate::model::reason::Disposition;
 use crate::model::record::State;
 use crate::model::report::{GitInfo, RetireReport, TargetReport};
-use crate::retire::Engine;
+use crate::ops::retire::Engine;
 use crate::store::registry::{Loaded, Registry};
 use crate::store::root::StateRoot;
 

@@ -136,7 +136,7 @@ fn resolve_quietly(reg: &Registry, t: &str) -> Result<Target> {
 /// the hosts' hooks): an unrecorded path is a held target report
 /// (`not-recorded`, or `protected-path` for a main worktree).
 pub(super) fn resolve_target(
-    engine: &crate::retire::Engine,
+    engine: &crate::ops::retire::Engine,
     t: &str,
 ) -> Result<std::result::Result<String, crate::model::report::TargetReport>> {
     Ok(match resolve(engine.registry(), t)? {

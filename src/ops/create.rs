@@ -30,11 +30,11 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::git::Git;
-use crate::launcher::{ExecRequest, Prepared};
 use crate::model::record::Bound;
 use crate::model::record::{Outcome, Owner, State};
+use crate::ops::launcher::{ExecRequest, Prepared};
+use crate::ops::retire::Engine;
 use crate::os::process;
-use crate::retire::Engine;
 use crate::store::registry::Registry;
 
 /// Environment variables a keeper never inherits: hosts find the processes
@@ -86,11 +86,11 @@ pub struct Created {
 /// not start.
 pub fn create(req: CreateRequest) -> Result<Created> {
     let bound = bound_of(req.bind_pid)?;
-    crate::launcher::check_root_not_temp()?;
+    crate::ops::launcher::check_root_not_temp()?;
     let root = crate::store::root::StateRoot::open_or_create()?;
     let reg = Registry::new(root);
     let git = Git::resolve_lazy()?;
-    let session = crate::launcher::own_session()?;
+    let session = crate::ops::launcher::own_session()?;
     let exec_req = ExecRequest {
         repo: req.repo.clone(),
         branch: req.branch.clone(),
@@ -102,7 +102,7 @@ pub fn create(req: CreateRequest) -> Result<Created> {
         reap_if_low: false,
         command: Vec::new(),
     };
-    let p = crate::launcher::create(&reg, &git, &exec_req, session)?;
+    let p = crate::ops::launcher::create(&reg, &git, &exec_req, session)?;
     let branch = reg.get(&p.id)?.branch.unwrap_or_default();
     match start_keeper(&p, &bound, req.config.as_deref()) {
         Ok(keeper_pid) => {
@@ -217,7 +217,7 @@ fn abandon_tree(reg: &Registry, git: Git, p: Prepared, why: &str) -> Error {
     };
     drop(p.child_fd);
     drop(p.own_fd);
-    let ended = crate::launcher::end_session(reg, &p.id, std::process::id(), &outcome, None);
+    let ended = crate::ops::launcher::end_session(reg, &p.id, std::process::id(), &outcome, None);
     let fate = match ended {
         Ok((State::Terminal, _)) => {
             let t = Engine::new(reg.clone(), git, false).retire(&p.id);

@@ -27,7 +27,7 @@ use crate::model::reason::{Disposition, Hold};
 use crate::model::record::Intent;
 use crate::model::record::{Record, State};
 use crate::model::report::TargetReport;
-use crate::retire::Engine;
+use crate::ops::retire::Engine;
 use crate::store::registry::{Loaded, Registry};
 
 /// The options a `retire --when-free` carries into its completion.

@@ -164,7 +164,7 @@ fn hold(a: &KeeperArgs) -> Result<Holding> {
         ));
     }
     crate::os::fault::point("keeper-holding");
-    let mut mine = crate::launcher::own_session()?;
+    let mut mine = crate::ops::launcher::own_session()?;
     mine.bound = Some(a.bound.clone());
     let creator = a.creator;
     reg.update(&a.id, |r| {
@@ -226,10 +226,9 @@ fn wait_and_end(a: &KeeperArgs, h: Holding) -> Result<()> {
     drop(pidfd);
     let rec = reg.get(&a.id)?;
     let git = Git::resolve_lazy()?;
-    let head = rec
-        .worktree
-        .as_ref()
-        .and_then(|w| crate::launcher::head_of(&git, std::path::Path::new(&rec.repo), &w.path()));
+    let head = rec.worktree.as_ref().and_then(|w| {
+        crate::ops::launcher::head_of(&git, std::path::Path::new(&rec.repo), &w.path())
+    });
     // Close both locks (never LOCK_UN), then read the intent: one recorded
     // after this read finds the lease free itself.
     drop(lease);
@@ -250,7 +249,7 @@ fn wait_and_end(a: &KeeperArgs, h: Holding) -> Result<()> {
         note: Some(crate::model::record::BOUND_EXITED.into()),
     };
     let (state, intent) =
-        crate::launcher::end_session(&reg, &a.id, std::process::id(), &outcome, None)?;
+        crate::ops::launcher::end_session(&reg, &a.id, std::process::id(), &outcome, None)?;
     if state == State::Terminal
         && let Some(intent) = intent
     {

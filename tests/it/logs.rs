@@ -38,7 +38,7 @@ fn logs_go_to_stderr_only_when_asked() {
     assert!(err.contains("running git"), "{err}");
     assert!(err.contains("held by a gate"), "{err}");
 
-    let filtered = retire(&[], Some("lease::retire=debug"));
+    let filtered = retire(&[], Some("lease::ops::retire=debug"));
     let err = stderr(&filtered);
     assert!(err.contains("held by a gate"), "{err}");
     assert!(!err.contains("running git"), "{err}");

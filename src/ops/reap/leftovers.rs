@@ -264,7 +264,7 @@ impl Bundle<'_> {
     fn redundant(&self, git: &Git) -> Result<(), String> {
         let mut f =
             crate::os::fs::open_regular(self.path).map_err(|e| format!("cannot open: {e}"))?;
-        let header = crate::retire::read_header(&mut f).ok_or("it has no bundle header")?;
+        let header = crate::ops::retire::read_header(&mut f).ok_or("it has no bundle header")?;
         if header.refs.is_empty() {
             return Err("its header names no commit".into());
         }

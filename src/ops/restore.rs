@@ -108,7 +108,7 @@ fn archive_of(rec: &Record) -> Result<&Archive> {
 pub fn verify_archive(reg: &Registry, rg: &RepoGit, rec: &Record) -> Result<()> {
     let a = archive_of(rec)?;
     if let Some(r) = &a.remote {
-        let listed = crate::retire::read_back(rg, Path::new(&rec.repo), &r.url, &r.refs)?;
+        let listed = crate::ops::retire::read_back(rg, Path::new(&rec.repo), &r.url, &r.refs)?;
         crate::plan::check_readback(&r.refs, &listed).map_err(|h| {
             Error::refused(
                 HoldReason::ArchiveUnverified,
@@ -136,15 +136,15 @@ fn verify_bundle_of(reg: &Registry, rg: &RepoGit, rec: &Record, a: &Archive) -> 
     // A regular file only, never through a symlink or waiting on a FIFO.
     let mut file =
         crate::os::fs::open_regular(bundle).map_err(|e| unverified(format!("cannot open: {e}")))?;
-    let sha =
-        crate::retire::fd_sha256(&mut file).map_err(|e| unverified(format!("cannot hash: {e}")))?;
+    let sha = crate::ops::retire::fd_sha256(&mut file)
+        .map_err(|e| unverified(format!("cannot hash: {e}")))?;
     if sha != a.sha256 {
         return Err(unverified(format!(
             "sha256 is {sha}, recorded {}",
             a.sha256
         )));
     }
-    let header = crate::retire::read_header(&mut file)
+    let header = crate::ops::retire::read_header(&mut file)
         .ok_or_else(|| unverified("has no bundle header".into()))?;
     let mut want: Vec<(String, String)> =
         a.refs.iter().map(|(n, o)| (o.clone(), n.clone())).collect();
@@ -165,7 +165,7 @@ fn verify_bundle_of(reg: &Registry, rg: &RepoGit, rec: &Record, a: &Archive) -> 
     }
     let fmt = ops::object_format(rg, &repo)?;
     let tips: Vec<(String, String)> = a.refs.iter().map(|(n, o)| (n.clone(), o.clone())).collect();
-    crate::retire::verify_bundle(rg, reg.root(), &rec.id, &repo, &fmt, bundle, &header, &tips)
+    crate::ops::retire::verify_bundle(rg, reg.root(), &rec.id, &repo, &fmt, bundle, &header, &tips)
         .map_err(|h| Error::refused(h.reason, h.detail))
 }
 
@@ -343,7 +343,7 @@ pub fn restore(req: &RestoreRequest) -> Result<RestoreReport> {
     let (source, head) = match (&a.remote, a.has_bundle()) {
         (Some(r), false) => (
             r.url.clone(),
-            crate::retire::archival_ref(&rec.id, &head_ref(&rec.id)),
+            crate::ops::retire::archival_ref(&rec.id, &head_ref(&rec.id)),
         ),
         _ => (a.location.clone(), head_ref(&rec.id)),
     };
@@ -356,7 +356,7 @@ pub fn restore(req: &RestoreRequest) -> Result<RestoreReport> {
             format!("`{fetched}` is at {at}, not at the archived {tip}"),
         ));
     }
-    let (id, wt) = crate::launcher::create_restored(
+    let (id, wt) = crate::ops::launcher::create_restored(
         &reg,
         &git,
         &repo,
@@ -433,7 +433,7 @@ fn unreachable_tips(
     let Some(remote) = git::refs::trusted_remote(
         rg,
         repo,
-        crate::retire::configured_remote().as_deref(),
+        crate::ops::retire::configured_remote().as_deref(),
         rec.branch.as_deref(),
     )?
     else {
@@ -576,7 +576,7 @@ fn drop_remote_refs(
     repo: &Path,
     r: &crate::model::record::RemoteRefs,
 ) -> Result<Vec<String>> {
-    let listed = crate::retire::read_back(rg, repo, &r.url, &r.refs)?;
+    let listed = crate::ops::retire::read_back(rg, repo, &r.url, &r.refs)?;
     let mut doomed: Vec<(String, String)> = Vec::new();
     for (name, oid) in &r.refs {
         match listed.iter().find(|(_, n)| n == name) {

@@ -38,10 +38,10 @@ use crate::git::{self, Git, RepoGit};
 use crate::model::reason::HoldReason;
 use crate::model::record::{FileId, Origin, Outcome, Owner, Record, Retention, Session, State};
 use crate::model::report::TargetReport;
+use crate::ops::retire::Engine;
 use crate::os::atomic::free_bytes;
 use crate::os::process::{self, Ended};
 use crate::policy::MinFree;
-use crate::retire::Engine;
 use crate::store::registry::Registry;
 
 /// The variables git itself clears for a subprocess that works in another
@@ -348,8 +348,8 @@ fn admit_or_reap(reg: &Registry, git: &Git, reap_if_low: bool, dirs: &[&Path]) -
     if !reap_if_low {
         return Err(Error::Environment(why));
     }
-    let reaped = match crate::reap::lock_reaper(reg.root(), true) {
-        Ok(_lock) => crate::reap::reap(reg.root(), git, true).map(|r| r.bytes_reclaimed),
+    let reaped = match crate::ops::reap::lock_reaper(reg.root(), true) {
+        Ok(_lock) => crate::ops::reap::reap(reg.root(), git, true).map(|r| r.bytes_reclaimed),
         Err(e) => Err(e),
     };
     match (reaped, low_space(&bounds, dirs)) {

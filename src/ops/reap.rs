@@ -56,8 +56,8 @@ use crate::model::fmt::lossless;
 use crate::model::reason::{Hold, HoldReason};
 use crate::model::record::{FileId, Origin, Record, State, Tombstone};
 use crate::model::report::{GitInfo, TargetReport};
+use crate::ops::retire::Engine;
 use crate::os::atomic::free_bytes;
-use crate::retire::Engine;
 use crate::store::registry::{Loaded, Registry};
 use crate::store::root::StateRoot;
 
