@@ -171,6 +171,9 @@ pub(crate) struct Prepared {
     pub(crate) own_fd: fs::File,
     /// True if this run created the worktree (then it retires it after exit).
     pub(crate) created_now: bool,
+    /// The record's slot, passed as `LEASE_SLOT` (absent in records older
+    /// than slots).
+    pub(crate) slot: Option<u32>,
 }
 
 /// Refuses, before anything is created, a worktree root that OS cleaners
@@ -543,6 +546,7 @@ pub(crate) fn create(
         child_fd,
         own_fd,
         created_now: true,
+        slot: rec.slot,
     })
 }
 
@@ -931,6 +935,7 @@ fn adopt(
         child_fd,
         own_fd,
         created_now: false,
+        slot: rec.slot,
     })
 }
 
@@ -1097,6 +1102,7 @@ fn start_session(r: &mut Record, wt: &Path, session: Session) -> Result<Prepared
         child_fd,
         own_fd,
         created_now: false,
+        slot: r.slot,
     })
 }
 
@@ -1126,6 +1132,9 @@ fn run(reg: &Registry, git: Git, p: Prepared, req: &ExecRequest) -> Result<ExecR
         // The git lease resolved (config `git`, else the first on PATH that
         // is not the shim): the shim's fork-free path runs it (shim/README.md).
         .env("LEASE_GIT", git.path());
+    if let Some(slot) = p.slot {
+        cmd.env("LEASE_SLOT", slot.to_string());
+    }
     // The one descriptor the command inherits: clear close-on-exec just for
     // the spawn, then set it again so no later child of lease inherits it.
     process::set_inherited(&p.child_fd, true).at_do("cannot pass", &p.lease.path())?;

@@ -939,6 +939,63 @@ pub fn gate_branch_proven(branch: &str, tip: &str, unproven: &[String]) -> Resul
     Ok(())
 }
 
+/// Branch hygiene (SPEC "Provisioned files, disk, and hygiene"): returns
+/// true if and only if lease named this branch itself, so a retire deletes
+/// it once its tip is proven: the record is `created` by lease and its
+/// branch is exactly `lease/<first 8 hex of the record id>`, the name exec
+/// and create give when no `--branch` is asked for. A branch the user
+/// named (any other name, or any adopted worktree's branch) is never one.
+pub fn lease_named_branch(branch: Option<&str>, id: &str, created: bool) -> bool {
+    let Some(prefix) = id.get(..8) else {
+        return false;
+    };
+    created && branch.is_some_and(|b| b.strip_prefix("lease/") == Some(prefix))
+}
+
+/// The branches that may play the durable ref's part when there is no
+/// trusted remote (SPEC "Words: durable", `durable: local`), in order: the
+/// branch the main worktree's HEAD names (`main_head`, a full ref name from
+/// `git symbolic-ref -q HEAD` in the common git dir; `None` when detached),
+/// else `main`, else `master`. The worktree's own branch is never one of
+/// them: it is what the retire is about, not a copy that outlives it.
+/// Returns full ref names (`refs/heads/<b>`); the caller takes the first
+/// that names a commit.
+pub fn local_durable_candidates(main_head: Option<&str>, own_branch: Option<&str>) -> Vec<String> {
+    let own = own_branch.map(|b| format!("refs/heads/{b}"));
+    let mut v: Vec<String> = Vec::new();
+    let named = main_head.filter(|h| h.starts_with("refs/heads/"));
+    for r in named.map(str::to_string).into_iter().chain([
+        "refs/heads/main".to_string(),
+        "refs/heads/master".to_string(),
+    ]) {
+        if Some(&r) != own.as_ref() && !v.contains(&r) {
+            v.push(r);
+        }
+    }
+    v
+}
+
+/// What reports say about a durable ref (`durable: local` or `durable:
+/// remote`): a local branch (`refs/heads/...`, the repository's own default
+/// branch standing in for a trusted remote) is `local`; a tracking ref of
+/// the trusted remote is `remote`.
+pub fn durable_kind(durable_ref: &str) -> &'static str {
+    if durable_ref.starts_with("refs/heads/") {
+        "local"
+    } else {
+        "remote"
+    }
+}
+
+/// The slot a new record gets (SPEC "Provisioned files, disk, and
+/// hygiene"): the lowest integer from 0 up that `taken` (the slots of every
+/// other non-`removed` record of the state root) does not hold.
+pub fn lowest_free_slot(taken: &[u32]) -> u32 {
+    (0..=u32::MAX)
+        .find(|n| !taken.contains(n))
+        .unwrap_or(u32::MAX)
+}
+
 /// `lease archive drop`: every commit the archive holds must be reachable
 /// from a durable ref now; `unreachable` lists the archived tips that are not.
 pub fn gate_archive_droppable(unreachable: &[String]) -> Result<(), Hold> {
@@ -1545,6 +1602,55 @@ mod tests {
         assert!(gate_branch_proven("feat", "abc", &[]).is_ok());
         let h = gate_branch_proven("feat", "abc", &["abc".into()]).unwrap_err();
         assert_eq!(h.reason, HoldReason::BranchUnproven);
+    }
+
+    #[test]
+    fn a_new_record_gets_the_lowest_slot_nobody_holds() {
+        assert_eq!(lowest_free_slot(&[]), 0);
+        assert_eq!(lowest_free_slot(&[0, 1, 2]), 3);
+        assert_eq!(lowest_free_slot(&[1, 0, 3]), 2);
+        assert_eq!(lowest_free_slot(&[5]), 0);
+    }
+
+    #[test]
+    fn only_the_branch_lease_named_itself_is_its_own() {
+        let id = "0123abcd".to_string() + &"e".repeat(24);
+        assert!(lease_named_branch(Some("lease/0123abcd"), &id, true));
+        // adopted, user-named, another record's name, detached
+        assert!(!lease_named_branch(Some("lease/0123abcd"), &id, false));
+        assert!(!lease_named_branch(Some("feature"), &id, true));
+        assert!(!lease_named_branch(Some("lease/0123abce"), &id, true));
+        assert!(!lease_named_branch(
+            Some("lease/0123abcd-restored-x"),
+            &id,
+            true
+        ));
+        assert!(!lease_named_branch(Some("x/lease/0123abcd"), &id, true));
+        assert!(!lease_named_branch(None, &id, true));
+        assert!(!lease_named_branch(Some("lease/"), "", true));
+    }
+
+    #[test]
+    fn the_local_durable_ref_is_the_main_worktree_s_branch_never_the_own() {
+        assert_eq!(
+            local_durable_candidates(Some("refs/heads/trunk"), Some("lease/0123abcd")),
+            ["refs/heads/trunk", "refs/heads/main", "refs/heads/master"]
+        );
+        assert_eq!(
+            local_durable_candidates(None, None),
+            ["refs/heads/main", "refs/heads/master"]
+        );
+        // the worktree's own branch never proves itself durable
+        assert_eq!(
+            local_durable_candidates(Some("refs/heads/main"), Some("main")),
+            ["refs/heads/master"]
+        );
+        assert_eq!(
+            local_durable_candidates(Some("refs/remotes/o/x"), Some("master")),
+            ["refs/heads/main"]
+        );
+        assert_eq!(durable_kind("refs/heads/main"), "local");
+        assert_eq!(durable_kind("refs/remotes/origin/HEAD"), "remote");
     }
 
     #[test]

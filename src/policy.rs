@@ -1001,9 +1001,8 @@ mod tests {
     fn env_layer_reads_only_the_documented_list() {
         let env = |k: &str| match k {
             "LEASE_MIN_FREE" => Some("5%".to_string()),
-            "LEASE_ID" | "LEASE_FD" | "LEASE_FILE" | "LEASE_IDENTITY" | "LEASE_WORKTREE" => {
-                Some("garbage".to_string())
-            }
+            "LEASE_ID" | "LEASE_FD" | "LEASE_FILE" | "LEASE_IDENTITY" | "LEASE_WORKTREE"
+            | "LEASE_SLOT" => Some("garbage".to_string()),
             "LEASE_REBUILDABLE" => Some("target::dist".to_string()),
             "LEASE_ALLOW_TEMP_ROOT" => Some("1".to_string()),
             _ => None,

@@ -207,8 +207,29 @@ pub struct ReapReport {
     pub leftovers: Vec<Leftover>,
     /// Bytes of all `leftovers`, removed or kept.
     pub leftover_bytes: u64,
+    /// Archives of `removed` records whose commits all became durable:
+    /// dropped by `--apply`, to drop in a dry run (SPEC "Provisioned files,
+    /// disk, and hygiene").
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub archives_dropped: Vec<DroppedArchive>,
     /// Errors that are not about one record (persisting `orphans.json`).
     pub errors: Vec<String>,
+}
+
+/// An archive the reconciler dropped (or, in a dry run, would drop)
+/// because every commit it holds became durable.
+#[derive(Debug, Clone, Serialize)]
+pub struct DroppedArchive {
+    /// The record id.
+    pub id: String,
+    /// `bundle`, `remote` or `both`.
+    pub kind: String,
+    /// The bundle path (for `remote`, the URL).
+    pub location: String,
+    /// The bundle's size in bytes (0 for `remote` or a missing file).
+    pub bytes: u64,
+    /// True if it was dropped; false in a dry run.
+    pub dropped: bool,
 }
 
 impl ReapReport {
@@ -231,6 +252,7 @@ impl ReapReport {
             scratch: Vec::new(),
             leftovers: Vec::new(),
             leftover_bytes: 0,
+            archives_dropped: Vec::new(),
             errors: Vec::new(),
         }
     }
@@ -307,7 +329,12 @@ pub fn reap(root: &StateRoot, git: &Git, apply: bool) -> Result<ReapReport> {
             report.errors.push(format!("record {}: {e}", rec.id));
         }
         match l {
-            Loaded::Ok(rec) if rec.state == State::Removed => report.skipped_removed += 1,
+            Loaded::Ok(rec) if rec.state == State::Removed => {
+                report.skipped_removed += 1;
+                if rec.archive.is_some() {
+                    reaper.drop_durable_archive(&rec, &mut report);
+                }
+            }
             Loaded::Ok(rec) => report.items.push(reaper.reconcile(*rec)),
             Loaded::Bad { id, path, problem } => {
                 let what = format!("record `{}` is {problem}", path.display());
@@ -402,6 +429,51 @@ fn found(path: &Path) -> Result<Found> {
 }
 
 impl Reaper<'_> {
+    /// Drops the archive of the `removed` record `rec` once every commit it
+    /// holds became durable ([`crate::restore::archive_became_durable`]);
+    /// a dry run says it would. A probe that fails keeps the archive and
+    /// is a note (uncertainty keeps, and discovery is still complete).
+    fn drop_durable_archive(&self, rec: &Record, report: &mut ReapReport) {
+        let Some(a) = rec.archive.as_ref() else {
+            return;
+        };
+        match crate::restore::archive_became_durable(self.git, rec) {
+            Ok(true) => {}
+            Ok(false) => return,
+            Err(e) => {
+                report.notes.push(format!(
+                    "archive of {} kept: cannot prove it durable: {e}",
+                    rec.id
+                ));
+                return;
+            }
+        }
+        let bytes = a
+            .has_bundle()
+            .then(|| fs::metadata(&a.location).ok().map(|m| m.len()))
+            .flatten()
+            .unwrap_or(0);
+        let mut d = DroppedArchive {
+            id: rec.id.clone(),
+            kind: a.kind.clone(),
+            location: a.location.clone(),
+            bytes,
+            dropped: false,
+        };
+        if self.apply {
+            match crate::restore::drop_archive(&self.reg, self.git, rec, false) {
+                Ok(_) => d.dropped = true,
+                Err(e) => {
+                    report
+                        .notes
+                        .push(format!("archive of {} kept: {e}", rec.id));
+                    return;
+                }
+            }
+        }
+        report.archives_dropped.push(d);
+    }
+
     fn reconcile(&self, rec: Record) -> ReapItem {
         let mut item = ReapItem::new(&rec);
         if matches!(

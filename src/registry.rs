@@ -416,7 +416,7 @@ pub struct RemoteRefs {
     pub read_back_at: String,
 }
 
-/// What `retire --delete-branch` did with the task branch.
+/// What `retire --delete-branch`, or branch hygiene, did with the task branch.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BranchCleanup {
     /// The branch's short name.
@@ -430,6 +430,11 @@ pub struct BranchCleanup {
     pub reason: Option<HoldReason>,
     /// What was found.
     pub detail: String,
+    /// True for branch hygiene: lease's own `lease/<id prefix>` branch,
+    /// handled without `--delete-branch` (kept, it is not a hold; absent,
+    /// meaning false, in records written before it existed).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub automatic: bool,
 }
 
 /// One held retire.
@@ -511,6 +516,13 @@ pub struct Record {
     pub attempts_dropped: u64,
     /// Set when removed.
     pub tombstone: Option<Tombstone>,
+    /// The small integer no other non-`removed` record of this state root
+    /// holds (SPEC "Provisioned files, disk, and hygiene"), given to the
+    /// command as `LEASE_SLOT` (for ports); allocated at creation under the
+    /// state root's slot lock ([`Registry::create`]); a `removed` record's
+    /// slot is free again. Absent in records written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slot: Option<u32>,
     /// For a worktree made by `lease restore`: the record whose archive it
     /// came from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -573,6 +585,7 @@ impl Record {
             attempts: Vec::new(),
             attempts_dropped: 0,
             tombstone: None,
+            slot: None,
             restored_from: None,
             intent: None,
             audit_seq: 0,
@@ -770,7 +783,15 @@ impl Registry {
     }
 
     /// Writes a new record (it must not exist yet) and audits its creation.
+    ///
+    /// Its `slot` is allocated here: under `<state root>/locks/slots.lock`
+    /// (exclusive, blocking; every creation takes it, so two concurrent
+    /// creations never see the same free slot), the lowest integer no other
+    /// non-`removed` record holds ([`crate::plan::lowest_free_slot`]); the
+    /// record is written before the lock is released.
     pub fn create(&self, rec: &mut Record) -> Result<()> {
+        crate::paths::make_private_dir(&self.root.locks())?;
+        let _slots = crate::paths::lock_private(&self.root.locks().join("slots.lock"))?;
         let lock = self.lock(&rec.id)?;
         let path = self.file(&rec.id);
         if path.exists() {
@@ -779,6 +800,16 @@ impl Registry {
                 problem: "already exists".into(),
             });
         }
+        let taken: Vec<u32> = self
+            .scan()?
+            .into_iter()
+            .filter_map(|l| match l {
+                Loaded::Ok(r) if r.state != State::Removed && r.id != rec.id => r.slot,
+                _ => None,
+            })
+            .collect();
+        rec.slot = Some(crate::plan::lowest_free_slot(&taken));
+        crate::os::fault::point("slot-chosen");
         rec.pending.insert(
             0,
             Event {
@@ -1400,6 +1431,7 @@ mod props {
                             reason: (!deleted).then_some(HoldReason::BranchUnproven),
                             deleted,
                             detail,
+                            automatic: false,
                         }),
                     }
                 },
@@ -1522,6 +1554,7 @@ mod props {
                     })
                     .collect(),
                 attempts_dropped,
+                slot: (audit_seq % 3 != 0).then_some((audit_seq % 7) as u32),
                 tombstone,
                 restored_from,
                 intent: intent.map(|(at, delete_branch, fetch)| Intent {

@@ -347,6 +347,15 @@ impl Engine {
         let reach = self.probe_reachability(&held)?;
         tracing::info!(id = %held.rec.id, unique_commits = reach.unique.len(), "gates 4-6 passed: processes, tree, reachability");
         report.unique_commits = reach.unique.len() as u64;
+        report.durable = reach
+            .durable
+            .as_ref()
+            .map(|(r, _)| plan::durable_kind(r).to_string());
+        let own_branch = plan::lease_named_branch(
+            held.rec.branch.as_deref(),
+            &held.rec.id,
+            held.rec.origin == crate::registry::Origin::Created,
+        );
         if self.dry_run && !reach.unique.is_empty() && self.archive_mode.remote() {
             // Never promise a removal the push would not allow.
             if let Err(h) = self.check_push(&held.rg, &held.rec, &reach) {
@@ -379,10 +388,25 @@ impl Engine {
                     reach.unique.len()
                 )
             });
+            if let Some((r, _)) = reach
+                .durable
+                .as_ref()
+                .filter(|(r, _)| plan::durable_kind(r) == "local")
+            {
+                report.detail.push(format!(
+                    "durable: local (no trusted remote: `{r}` plays the durable ref's part)"
+                ));
+            }
             if reach.confirmed > 0 {
                 report.detail.push(format!(
                     "{} branch tip(s) of the trusted remote confirmed with ls-remote (--fetch)",
                     reach.confirmed
+                ));
+            }
+            if own_branch && !self.delete_branch {
+                report.detail.push(format!(
+                    "would then delete `{}` (lease named it) if its tip is proven and checked out nowhere",
+                    held.rec.branch.as_deref().unwrap_or_default()
                 ));
             }
             if self.delete_branch {
@@ -409,7 +433,7 @@ impl Engine {
         }
 
         // Gate 8: remove.
-        self.remove(&mut held, &reach, report)
+        self.remove(&mut held, &reach, report, own_branch)
     }
 
     /// Gates 2 (path identity, registration) and 3 (lease identity and lock).
@@ -856,7 +880,12 @@ impl Engine {
                     configured_remote().as_deref(),
                     rec.branch.as_deref(),
                 )?;
-                let durable = durable_ref(rg, Path::new(&rec.repo), remote.as_deref())?;
+                let durable = durable_ref(
+                    rg,
+                    Path::new(&rec.repo),
+                    remote.as_deref(),
+                    rec.branch.as_deref(),
+                )?;
                 (remote, durable)
             }
         };
@@ -1011,6 +1040,7 @@ impl Engine {
         held: &mut Held,
         reach: &Reach,
         report: &mut TargetReport,
+        own_branch: bool,
     ) -> Result<Result<(), Vec<Hold>>> {
         let id = held.rec.id.clone();
         let repo = PathBuf::from(&held.rec.repo);
@@ -1084,8 +1114,10 @@ impl Engine {
             }
             return Ok(Err(vec![Hold::new(HoldReason::GitFailed, detail)]));
         }
-        let branch = if self.delete_branch {
-            self.clean_branch(held, reach, report.archive.as_ref())?
+        // Branch hygiene: lease's own `lease/<id prefix>` branch goes
+        // without being asked; any other only with `--delete-branch`.
+        let branch = if self.delete_branch || own_branch {
+            self.clean_branch(held, reach, report.archive.as_ref(), !self.delete_branch)?
         } else {
             None
         };
@@ -1098,7 +1130,7 @@ impl Engine {
             free_after: free_bytes(&held.rec.root.path()),
             evidence: serde_json::json!({
                 "head": reach.head,
-                "durable": reach.durable.as_ref().map(|(r, o)| serde_json::json!({"ref": r, "oid": o})),
+                "durable": reach.durable.as_ref().map(|(r, o)| serde_json::json!({"ref": r, "oid": o, "kind": plan::durable_kind(r)})),
                 "unique_commits": reach.unique.len(),
                 "confirmed_remote_tips": reach.confirmed,
                 "rebuildable_deleted": held.rebuildable.iter().map(|p| crate::report::lossless(p)).collect::<Vec<_>>(),

@@ -173,6 +173,16 @@ fn render_reap(r: &crate::reap::ReapReport) -> Vec<String> {
             (None, false, false) => {}
         }
     }
+    for a in &r.archives_dropped {
+        out.push(format!(
+            "{} the {} archive of {} (`{}`, {}): every commit is durable now",
+            if a.dropped { "dropped" } else { "would drop" },
+            a.kind,
+            &a.id[..12.min(a.id.len())],
+            a.location,
+            indicatif::HumanBytes(a.bytes)
+        ));
+    }
     if !r.leftovers.is_empty() {
         out.push(format!(
             "leftovers: {} ({})",

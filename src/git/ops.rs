@@ -158,6 +158,18 @@ pub fn common_dir(git: &Git, dir: &Path) -> Result<Output> {
         .output()
 }
 
+/// Runs `git symbolic-ref -q HEAD` in `common` (the common git dir, so
+/// the HEAD read is the main worktree's, or a bare repository's): the full
+/// ref name it points at, or `None` when HEAD is detached (git exits 1).
+pub fn main_head_ref(rg: &RepoGit, common: &Path) -> Result<Option<String>> {
+    let out = rg
+        .cmd(common)
+        .args(["symbolic-ref", "-q", "HEAD"])
+        .output()?;
+    let name = first_line(&out.stdout);
+    Ok((out.ok && !name.is_empty()).then_some(name))
+}
+
 /// `git rev-parse --verify -q REV^{commit}` in `dir`: the commit `rev`
 /// names, or `None` when it names none (git then prints nothing).
 pub fn resolve_commit(rg: &RepoGit, dir: &Path, rev: &str) -> Result<Option<String>> {
