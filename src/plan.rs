@@ -64,6 +64,7 @@ pub enum HoldReason {
     BranchCheckedOut,
     TempWorktreeRoot,
     FilterUnverifiable,
+    TeardownFailed,
 }
 
 impl HoldReason {
@@ -150,6 +151,9 @@ impl HoldReason {
             }
             FilterUnverifiable => {
                 "add the config line in the detail to your lease config to let lease run that filter as your git config defines it, or commit the change"
+            }
+            TeardownFailed => {
+                "fix the teardown command (config `teardown`, its output is in the detail), then retire again: it runs again until it succeeds"
             }
             NotWritable => {
                 "make the listed directories writable (`chmod u+w`), or, as root, clear the listed attributes (`chattr -i -a PATH`), then retry"
@@ -987,6 +991,64 @@ pub fn durable_kind(durable_ref: &str) -> &'static str {
     }
 }
 
+/// Whether a retire runs the operator's teardown now (SPEC "Provisioned
+/// files, disk, and hygiene": once per record, after the last consumer is
+/// gone, before removal). `configured`: config `teardown` names a command;
+/// `last`: the record's teardown so far, `(finished, ok)`. Returns `None`
+/// when there is nothing to run (none configured, or it already
+/// succeeded), else `Some(after_interrupt)`: true when the last run
+/// started and never finished (a crash), so the report says it runs again.
+pub fn teardown_due(configured: bool, last: Option<(bool, bool)>) -> Option<bool> {
+    match (configured, last) {
+        (false, _) | (true, Some((true, true))) => None,
+        (true, None) => Some(false),
+        (true, Some((finished, _))) => Some(!finished),
+    }
+}
+
+/// How one teardown command ended (from [`crate::os::process::run_bounded`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TeardownSeen {
+    /// The command line.
+    pub command: String,
+    /// Its exit code, if it exited.
+    pub code: Option<i32>,
+    /// The signal that killed it, if one did.
+    pub signal: Option<i32>,
+    /// True if it outlived `teardown_timeout` and was killed.
+    pub timed_out: bool,
+    /// The end of what it wrote to stderr (lossy UTF-8, bounded).
+    pub stderr: String,
+    /// Why it could not be started, if it could not.
+    pub spawn_error: Option<String>,
+}
+
+/// The teardown gate: the command must have exited 0 within its bound;
+/// anything else holds `teardown-failed` (the tree stays).
+pub fn gate_teardown(t: &TeardownSeen) -> Result<(), Hold> {
+    let how = if let Some(e) = &t.spawn_error {
+        format!("could not start: {e}")
+    } else if t.timed_out {
+        "outlived teardown_timeout and was killed".to_string()
+    } else {
+        match (t.code, t.signal) {
+            (Some(0), _) => return Ok(()),
+            (Some(c), _) => format!("exited {c}"),
+            (None, Some(s)) => format!("died of signal {s}"),
+            (None, None) => "ended without a status".to_string(),
+        }
+    };
+    let tail = t.stderr.trim();
+    Err(Hold::new(
+        HoldReason::TeardownFailed,
+        if tail.is_empty() {
+            format!("teardown `{}` {how}", t.command)
+        } else {
+            format!("teardown `{}` {how}: {tail}", t.command)
+        },
+    ))
+}
+
 /// The slot a new record gets (SPEC "Provisioned files, disk, and
 /// hygiene"): the lowest integer from 0 up that `taken` (the slots of every
 /// other non-`removed` record of the state root) does not hold.
@@ -1602,6 +1664,55 @@ mod tests {
         assert!(gate_branch_proven("feat", "abc", &[]).is_ok());
         let h = gate_branch_proven("feat", "abc", &["abc".into()]).unwrap_err();
         assert_eq!(h.reason, HoldReason::BranchUnproven);
+    }
+
+    #[test]
+    fn teardown_runs_once_and_again_only_after_a_failure_or_a_crash() {
+        assert_eq!(teardown_due(false, None), None);
+        assert_eq!(teardown_due(false, Some((false, false))), None);
+        assert_eq!(teardown_due(true, None), Some(false));
+        assert_eq!(teardown_due(true, Some((true, true))), None, "once");
+        assert_eq!(
+            teardown_due(true, Some((true, false))),
+            Some(false),
+            "failed: again"
+        );
+        assert_eq!(
+            teardown_due(true, Some((false, false))),
+            Some(true),
+            "crashed: again, said"
+        );
+        let seen = |code, signal, timed_out| TeardownSeen {
+            command: "down".into(),
+            code,
+            signal,
+            timed_out,
+            stderr: "boom\n".into(),
+            spawn_error: None,
+        };
+        assert!(gate_teardown(&seen(Some(0), None, false)).is_ok());
+        for t in [
+            seen(Some(3), None, false),
+            seen(None, Some(9), false),
+            seen(None, Some(9), true),
+            seen(None, None, false),
+        ] {
+            let h = gate_teardown(&t).unwrap_err();
+            assert_eq!(h.reason, HoldReason::TeardownFailed);
+            assert!(
+                h.detail.contains("`down`") && h.detail.contains("boom"),
+                "{}",
+                h.detail
+            );
+        }
+        let mut t = seen(None, None, false);
+        t.spawn_error = Some("no such file".into());
+        assert!(
+            gate_teardown(&t)
+                .unwrap_err()
+                .detail
+                .contains("no such file")
+        );
     }
 
     #[test]

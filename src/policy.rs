@@ -19,7 +19,9 @@
 //!   and none says false; `archive` is the union of the destinations the
 //!   layers ask for (`bundle` and `remote` join to `both`);
 //!   `trusted_filters` is the intersection of the layers that set it
-//!   (fewer trusted programs protect more).
+//!   (fewer trusted programs protect more); `teardown` runs every command
+//!   some file layer names, in layer order (none is skipped);
+//!   `teardown_timeout` is the shortest of the layers that set it.
 //!
 //! Unknown keys in a file are errors naming the file and the key. Only the
 //! variables of [`ENV_KEYS`] (plus `LEASE_HOME` and `LEASE_CONFIG`) are read:
@@ -39,6 +41,9 @@ use crate::retire::ArchiveMode;
 
 /// The system config file.
 pub const SYSTEM_FILE: &str = "/etc/lease/config.toml";
+
+/// The default bound on one teardown command (`teardown_timeout`).
+pub const DEFAULT_TEARDOWN_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The default orphan grace: orphans first seen longer ago are flagged.
 pub const DEFAULT_ORPHAN_GRACE: Duration = Duration::from_secs(7 * 24 * 3600);
@@ -106,6 +111,13 @@ pub struct Layer {
     /// Filter drivers (`lfs`) whose `clean`/`process` commands, as the
     /// user's own git config defines them, the status probe may run.
     pub trusted_filters: Option<Vec<String>>,
+    /// A shell command line (`sh -c`) a retire runs once per record after
+    /// the last consumer is gone and before removal. Operator config files
+    /// only: no environment variable or flag sets it, and no repository
+    /// file is ever read for it.
+    pub teardown: Option<String>,
+    /// The bound on each teardown command (`60s`, `5m`).
+    pub teardown_timeout: Option<String>,
 }
 
 /// Where a layer comes from.
@@ -131,7 +143,8 @@ pub enum Source {
     Env(String),
     /// A flag (its name).
     Flag(String),
-    /// Several layers joined (the intersection of `rebuildable`).
+    /// Several layers joined (the intersection of `rebuildable`, every
+    /// `teardown`): the join rule of the key says how.
     Joined(Vec<Source>),
 }
 
@@ -144,7 +157,7 @@ impl std::fmt::Display for Source {
             Source::Flag(v) => write!(f, "flag {v}"),
             Source::Joined(s) => {
                 let parts: Vec<String> = s.iter().map(ToString::to_string).collect();
-                write!(f, "intersection of {}", parts.join(", "))
+                write!(f, "joined from {}", parts.join(", "))
             }
         }
     }
@@ -244,6 +257,11 @@ pub struct Policy {
     /// Filter drivers the status probe may run as the user's git config
     /// defines them (SPEC "Truthful content probes"); never repo config.
     pub trusted_filters: Sourced<Vec<String>>,
+    /// Teardown command lines, in layer order (SPEC "Provisioned files,
+    /// disk, and hygiene"): every one a file layer names runs.
+    pub teardown: Sourced<Vec<String>>,
+    /// The bound on each teardown command, in seconds (the shortest layer).
+    pub teardown_timeout: Sourced<u64>,
 }
 
 impl Policy {
@@ -302,7 +320,10 @@ pub fn resolve(layers: &[(LayerFrom, Layer)]) -> Result<Policy> {
         allow_temp_worktree_root: sourced(false, Source::Default),
         archive: sourced(ArchiveMode::default(), Source::Default),
         trusted_filters: sourced(Vec::new(), Source::Default),
+        teardown: sourced(Vec::new(), Source::Default),
+        teardown_timeout: sourced(DEFAULT_TEARDOWN_TIMEOUT.as_secs(), Source::Default),
     };
+    let mut teardown_sources: Vec<Source> = Vec::new();
     let mut grace_set = false;
     let mut rebuildable_sources: Vec<Source> = Vec::new();
     let mut filter_sources: Vec<Source> = Vec::new();
@@ -387,6 +408,33 @@ pub fn resolve(layers: &[(LayerFrom, Layer)]) -> Result<Policy> {
             }
             filter_sources.push(from.source("trusted_filters"));
         }
+        if let Some(t) = &l.teardown {
+            if !matches!(from, LayerFrom::File(_)) {
+                return Err(usage(
+                    "teardown",
+                    "teardown is operator config: set it in a config file".into(),
+                ));
+            }
+            if t.trim().is_empty() || t.contains('\0') {
+                return Err(usage("teardown", format!("`{t}` is not a command line")));
+            }
+            if !p.teardown.value.contains(t) {
+                p.teardown.value.push(t.clone());
+            }
+            teardown_sources.push(from.source("teardown"));
+        }
+        if let Some(v) = &l.teardown_timeout {
+            let d = humantime::parse_duration(v)
+                .map_err(|e| usage("teardown_timeout", format!("`{v}` is not a duration: {e}")))?;
+            if d.is_zero() {
+                return Err(usage("teardown_timeout", "must be longer than 0s".into()));
+            }
+            if p.teardown_timeout.source == Source::Default
+                || d.as_secs() < p.teardown_timeout.value
+            {
+                p.teardown_timeout = sourced(d.as_secs().max(1), from.source("teardown_timeout"));
+            }
+        }
         if let Some(a) = l.process_audit
             && (p.process_audit.source == Source::Default || a > p.process_audit.value)
         {
@@ -422,6 +470,11 @@ pub fn resolve(layers: &[(LayerFrom, Layer)]) -> Result<Policy> {
         0 => {}
         1 => p.trusted_filters.source = filter_sources.remove(0),
         _ => p.trusted_filters.source = Source::Joined(filter_sources),
+    }
+    match teardown_sources.len() {
+        0 => {}
+        1 => p.teardown.source = teardown_sources.remove(0),
+        _ => p.teardown.source = Source::Joined(teardown_sources),
     }
     if p.min_free.bytes.is_none() && p.min_free.percent.is_none() {
         let MinFree::Bytes(b) = DEFAULT_MIN_FREE else {
@@ -533,6 +586,9 @@ pub fn env_layer(get: &dyn Fn(&str) -> Option<String>) -> Result<Layer> {
                 .map(str::to_string)
                 .collect()
         }),
+        // Operator config files only (SPEC: never repo config).
+        teardown: None,
+        teardown_timeout: None,
     })
 }
 

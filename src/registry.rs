@@ -437,6 +437,27 @@ pub struct BranchCleanup {
     pub automatic: bool,
 }
 
+/// What became of the operator's teardown for one record. Written (and
+/// fsynced, like every record write) before the command starts, so a crash
+/// while it runs leaves `started_at` without `finished_at`: the next retire
+/// runs it again and says so (`interrupted`, the audit line, the report).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Teardown {
+    /// When the latest run started (RFC 3339 UTC).
+    pub started_at: String,
+    /// When it ended; `None` while it runs, or when a crash cut it short.
+    pub finished_at: Option<String>,
+    /// True once every configured command exited 0: it never runs again.
+    pub ok: bool,
+    /// How many times it was started.
+    pub runs: u32,
+    /// How many of those runs a crash cut short (found started, never
+    /// finished, by a later retire).
+    pub interrupted: u32,
+    /// What the latest run did: each command and how it ended.
+    pub detail: Vec<String>,
+}
+
 /// One held retire.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Attempt {
@@ -523,6 +544,10 @@ pub struct Record {
     /// slot is free again. Absent in records written before it existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slot: Option<u32>,
+    /// The operator's teardown (config `teardown`) for this record, once a
+    /// retire started it (SPEC "Provisioned files, disk, and hygiene").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub teardown: Option<Teardown>,
     /// For a worktree made by `lease restore`: the record whose archive it
     /// came from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -586,6 +611,7 @@ impl Record {
             attempts_dropped: 0,
             tombstone: None,
             slot: None,
+            teardown: None,
             restored_from: None,
             intent: None,
             audit_seq: 0,
@@ -1555,6 +1581,7 @@ mod props {
                     .collect(),
                 attempts_dropped,
                 slot: (audit_seq % 3 != 0).then_some((audit_seq % 7) as u32),
+                teardown: None,
                 tombstone,
                 restored_from,
                 intent: intent.map(|(at, delete_branch, fetch)| Intent {

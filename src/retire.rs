@@ -34,6 +34,7 @@ use crate::report::TargetReport;
 mod archive;
 mod branch;
 mod remote;
+mod teardown;
 
 use archive::bundle_changed;
 pub(crate) use archive::{fd_sha256, read_header, verify_bundle};
@@ -323,6 +324,12 @@ impl Engine {
             Err(holds) => return Ok(Err(holds)),
         };
         tracing::info!(id = %held.rec.id, "gates 1-3 passed: state, path and lease");
+        // The operator's teardown: the last consumer is gone (gate 3 holds
+        // the lease exclusive), the removal has not begun, and gate 4's
+        // audit below sees whatever it left in the tree.
+        if let Err(h) = self.teardown(&mut held, report)? {
+            return Ok(Err(vec![h]));
+        }
         report.filters = held.rg.trusted().to_vec();
         // Lease's own walk of the tree, under the lock: gate 4 judges
         // processes by the identities it reached, gate 5 by what it found.

@@ -97,6 +97,8 @@ fn rows(p: &Policy, state: std::result::Result<(String, Source), String>) -> Vec
     out.push(row("allow_temp_worktree_root", &p.allow_temp_worktree_root));
     out.push(row("archive", &p.archive));
     out.push(row("trusted_filters", &p.trusted_filters));
+    out.push(row("teardown", &p.teardown));
+    out.push(row("teardown_timeout", &p.teardown_timeout));
     out
 }
 
@@ -167,6 +169,8 @@ mod tests {
             "allow_temp_worktree_root",
             "archive",
             "trusted_filters",
+            "teardown",
+            "teardown_timeout",
         ] {
             assert!(keys.contains(&k), "{k}");
         }

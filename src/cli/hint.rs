@@ -374,6 +374,7 @@ mod tests {
             HoldReason::BranchCheckedOut,
             HoldReason::TempWorktreeRoot,
             HoldReason::FilterUnverifiable,
+            HoldReason::TeardownFailed,
         ];
         for r in &v {
             // Exhaustive: a new variant must be added to the list above.
@@ -426,7 +427,8 @@ mod tests {
                 | HoldReason::BranchUnproven
                 | HoldReason::BranchCheckedOut
                 | HoldReason::TempWorktreeRoot
-                | HoldReason::FilterUnverifiable => {}
+                | HoldReason::FilterUnverifiable
+                | HoldReason::TeardownFailed => {}
             }
         }
         v

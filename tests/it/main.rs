@@ -38,6 +38,7 @@ mod shim;
 mod slots;
 mod snapshots;
 mod suite;
+mod teardown;
 mod transport;
 mod world;
 
