@@ -154,7 +154,7 @@ fn a_teardown_that_outlives_its_bound_is_killed_with_its_group_and_holds() {
     // A child in the same group, and the command itself, both outlive 1s.
     let cfg = config(
         &env,
-        &format!("sleep 300 & echo $! > {}; wait", sh_quote(&pidfile)),
+        &format!("sleep 20 & echo $! > {}; wait", sh_quote(&pidfile)),
         Some("1s"),
     );
     let (id, wt) = kept(&env, &cfg, &repo, "true");
