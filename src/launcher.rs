@@ -482,6 +482,9 @@ pub(crate) fn create(
             common.display()
         )));
     };
+    // Before anything is created: an entry that escapes the repository or
+    // names a tracked path is a usage error (exit 125, nothing made).
+    let provision = crate::ops::provision::plan(&rg, &common)?;
     let id = crate::registry::new_id()?;
     let branch = req
         .branch
@@ -533,9 +536,20 @@ pub(crate) fn create(
     });
     added_or_kept(reg, &id, &wt, added)?;
     crate::os::fault::point("exec-added");
+    let (provisioned, notes) = provision
+        .as_ref()
+        .map(|p| crate::ops::provision::apply(p, &wt))
+        .unwrap_or_default();
+    for n in &notes {
+        tracing::warn!(id = %id, "{n}");
+    }
     let wt_id = file_id(&wt)?;
     reg.update(&id, |r| {
         r.worktree = Some(wt_id);
+        r.provisioned = provisioned;
+        if !notes.is_empty() {
+            r.audit("provision-skipped", vec![], notes.clone());
+        }
         r.set_state(State::Active)
     })?;
     crate::os::fault::point("exec-active");
@@ -600,6 +614,7 @@ pub fn create_restored(
     occupied()?;
     check_root_outside_worktrees(&rg, common, &[reg.root().path(), &wt_root, &root])?;
     admit(&[&root, reg.root().path()])?;
+    let provision = crate::ops::provision::plan(&rg, common)?;
     let owner = crate::policy::current().default_owner();
     let mut rec = Record::planned(
         id.clone(),
@@ -638,9 +653,17 @@ pub fn create_restored(
     });
     added_or_kept(reg, &id, &wt, added)?;
     crate::os::fault::point("exec-added");
+    let (provisioned, notes) = provision
+        .as_ref()
+        .map(|p| crate::ops::provision::apply(p, &wt))
+        .unwrap_or_default();
     let wt_id = file_id(&wt)?;
     reg.update(&id, |r| {
         r.worktree = Some(wt_id);
+        r.provisioned = provisioned;
+        if !notes.is_empty() {
+            r.audit("provision-skipped", vec![], notes.clone());
+        }
         r.set_state(State::Active)?;
         r.set_state(State::Terminal)?;
         r.retention = Some(Retention {

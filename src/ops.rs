@@ -5,3 +5,4 @@ pub mod create;
 pub mod hook;
 pub mod intent;
 pub mod keeper;
+pub mod provision;

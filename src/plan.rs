@@ -508,6 +508,10 @@ pub struct ContentEvidence {
     /// index entry that differs) and whose `filter` attribute names a
     /// driver, with how far lease could run it.
     pub filtered: Vec<FilteredPath>,
+    /// Paths provisioned at creation (relative to the top, raw bytes) and
+    /// whether each is still what was provisioned (SPEC "Provisioned
+    /// files, disk, and hygiene"): an unchanged one is not work.
+    pub provisioned: Vec<(Vec<u8>, bool)>,
 }
 
 /// A changed-looking path whose `filter` attribute names a driver.
@@ -596,7 +600,13 @@ pub fn gate_content(ev: &ContentEvidence) -> Result<(), Vec<Hold>> {
         match &e.xy {
             b"??" => untracked.push(path),
             b"!!" if is_rebuildable(&e.path, &ev.rebuildable) => {}
-            b"!!" => ignored.push(path),
+            b"!!" => match ev.provisioned.iter().find(|(p, _)| *p == e.path) {
+                Some((_, true)) => {}
+                Some((_, false)) => {
+                    ignored.push(format!("{path} (provisioned at creation, changed since)"))
+                }
+                None => ignored.push(path),
+            },
             b" M" if unjudged(&e.path) => {}
             _ => dirty.push(path),
         }
@@ -1049,6 +1059,53 @@ pub fn gate_teardown(t: &TeardownSeen) -> Result<(), Hold> {
     ))
 }
 
+/// Checks a config `provision` pattern or `provision_symlink` entry:
+/// non-empty, no NUL or newline, not absolute, no `..` component (it
+/// would escape the repository). A leading `/` anchors a gitignore
+/// pattern to the top and is allowed only in a pattern (`/.env`).
+pub fn check_provision_entry(p: &str) -> std::result::Result<(), String> {
+    let body = p.strip_prefix('/').unwrap_or(p);
+    if body.is_empty()
+        || p.contains(['\0', '\n'])
+        || p.starts_with("//")
+        || body.split('/').any(|c| c == "..")
+    {
+        return Err(format!(
+            "provision entry `{}` escapes the repository or is empty; name a path inside it (like `.env` or `node_modules`)",
+            p.escape_debug()
+        ));
+    }
+    Ok(())
+}
+
+/// The files provisioning copies: those git ignores (`ignored`) that
+/// `.worktreeinclude` or a config `provision` pattern matched
+/// (`included`), except those at or below a `provision_symlink` entry
+/// (symlinked instead). Sorted, without duplicates.
+pub fn provisioned_files(
+    ignored: &[Vec<u8>],
+    included: &[Vec<u8>],
+    links: &[String],
+) -> Vec<Vec<u8>> {
+    let mut v: Vec<Vec<u8>> = included
+        .iter()
+        .filter(|p| ignored.contains(p))
+        .filter(|p| {
+            !is_rebuildable(
+                p,
+                &links
+                    .iter()
+                    .map(|l| l.as_bytes().to_vec())
+                    .collect::<Vec<_>>(),
+            )
+        })
+        .cloned()
+        .collect();
+    v.sort();
+    v.dedup();
+    v
+}
+
 /// The slot a new record gets (SPEC "Provisioned files, disk, and
 /// hygiene"): the lowest integer from 0 up that `taken` (the slots of every
 /// other non-`removed` record of the state root) does not hold.
@@ -1360,6 +1417,7 @@ mod tests {
             ops: vec!["MERGE_HEAD".into()],
             rebuildable: vec![],
             filtered: vec![],
+            provisioned: vec![],
         };
         let reasons: Vec<_> = gate_content(&ev)
             .unwrap_err()
@@ -1375,6 +1433,37 @@ mod tests {
                 HoldReason::HiddenIndex,
                 HoldReason::OpInProgress
             ]
+        );
+    }
+
+    /// A provisioned path still identical to what was provisioned is not
+    /// work; one that changed is `ignored`, and the detail says so.
+    #[test]
+    fn an_unchanged_provisioned_path_is_not_work() {
+        let entry = |p: &str| StatusEntry {
+            xy: *b"!!",
+            path: p.as_bytes().to_vec(),
+        };
+        let mut ev = ContentEvidence {
+            status: vec![entry(".env"), entry("node_modules")],
+            provisioned: vec![(b".env".to_vec(), true), (b"node_modules".to_vec(), true)],
+            ..ContentEvidence::default()
+        };
+        assert_eq!(gate_content(&ev), Ok(()));
+        ev.provisioned[0].1 = false;
+        let h = gate_content(&ev).unwrap_err();
+        assert_eq!(h[0].reason, HoldReason::Ignored);
+        assert!(
+            h[0].detail
+                .contains(".env (provisioned at creation, changed since)"),
+            "{}",
+            h[0].detail
+        );
+        assert!(!h[0].detail.contains("node_modules"), "{}", h[0].detail);
+        ev.provisioned.clear();
+        assert_eq!(
+            gate_content(&ev).unwrap_err()[0].reason,
+            HoldReason::Ignored
         );
     }
 
@@ -1712,6 +1801,24 @@ mod tests {
                 .unwrap_err()
                 .detail
                 .contains("no such file")
+        );
+    }
+
+    #[test]
+    fn provision_entries_stay_inside_and_only_ignored_included_files_are_copied() {
+        for ok in [".env", "/.env", "config/*.local", "node_modules"] {
+            assert!(check_provision_entry(ok).is_ok(), "{ok}");
+        }
+        for bad in ["", "/", "../x", "a/../../x", "//etc/passwd", "a\nb"] {
+            assert!(check_provision_entry(bad).is_err(), "{bad:?}");
+        }
+        let b = |s: &str| s.as_bytes().to_vec();
+        let ignored = vec![b(".env"), b("node_modules/a/x.js"), b("secret.key")];
+        let included = vec![b("node_modules/a/x.js"), b(".env"), b("README.local")];
+        assert_eq!(
+            provisioned_files(&ignored, &included, &["node_modules".into()]),
+            vec![b(".env")],
+            "README.local is not ignored; node_modules is symlinked"
         );
     }
 
@@ -2055,6 +2162,7 @@ mod props {
                 ops,
                 rebuildable,
                 filtered: Vec::new(),
+                provisioned: Vec::new(),
             });
         let inventory = (
             some_paths(),

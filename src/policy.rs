@@ -118,6 +118,12 @@ pub struct Layer {
     pub teardown: Option<String>,
     /// The bound on each teardown command (`60s`, `5m`).
     pub teardown_timeout: Option<String>,
+    /// Gitignore patterns of ignored files copied into each new worktree
+    /// from the main worktree (besides `.worktreeinclude`'s).
+    pub provision: Option<Vec<String>>,
+    /// Ignored paths (`node_modules`) symlinked in each new worktree to
+    /// the main worktree's copy.
+    pub provision_symlink: Option<Vec<String>>,
 }
 
 /// Where a layer comes from.
@@ -262,6 +268,10 @@ pub struct Policy {
     pub teardown: Sourced<Vec<String>>,
     /// The bound on each teardown command, in seconds (the shortest layer).
     pub teardown_timeout: Sourced<u64>,
+    /// Provision patterns (the intersection of the layers that set it).
+    pub provision: Sourced<Vec<String>>,
+    /// Provision symlinks (the intersection of the layers that set it).
+    pub provision_symlink: Sourced<Vec<String>>,
 }
 
 impl Policy {
@@ -322,7 +332,11 @@ pub fn resolve(layers: &[(LayerFrom, Layer)]) -> Result<Policy> {
         trusted_filters: sourced(Vec::new(), Source::Default),
         teardown: sourced(Vec::new(), Source::Default),
         teardown_timeout: sourced(DEFAULT_TEARDOWN_TIMEOUT.as_secs(), Source::Default),
+        provision: sourced(Vec::new(), Source::Default),
+        provision_symlink: sourced(Vec::new(), Source::Default),
     };
+    let mut provision_sources: Vec<Source> = Vec::new();
+    let mut symlink_sources: Vec<Source> = Vec::new();
     let mut teardown_sources: Vec<Source> = Vec::new();
     let mut grace_set = false;
     let mut rebuildable_sources: Vec<Source> = Vec::new();
@@ -408,6 +422,37 @@ pub fn resolve(layers: &[(LayerFrom, Layer)]) -> Result<Policy> {
             }
             filter_sources.push(from.source("trusted_filters"));
         }
+        // Provisioned paths are not work at retire while unchanged: fewer
+        // protect more, so layers intersect.
+        for (key, v, target, sources) in [
+            (
+                "provision",
+                &l.provision,
+                &mut p.provision,
+                &mut provision_sources,
+            ),
+            (
+                "provision_symlink",
+                &l.provision_symlink,
+                &mut p.provision_symlink,
+                &mut symlink_sources,
+            ),
+        ] {
+            let Some(v) = v else { continue };
+            let mut names: Vec<String> = Vec::new();
+            for e in v {
+                crate::plan::check_provision_entry(e).map_err(|w| usage(key, w))?;
+                if !names.contains(e) {
+                    names.push(e.clone());
+                }
+            }
+            if sources.is_empty() {
+                target.value = names;
+            } else {
+                target.value.retain(|x| names.contains(x));
+            }
+            sources.push(from.source(key));
+        }
         if let Some(t) = &l.teardown {
             if !matches!(from, LayerFrom::File(_)) {
                 return Err(usage(
@@ -470,6 +515,16 @@ pub fn resolve(layers: &[(LayerFrom, Layer)]) -> Result<Policy> {
         0 => {}
         1 => p.trusted_filters.source = filter_sources.remove(0),
         _ => p.trusted_filters.source = Source::Joined(filter_sources),
+    }
+    for (target, mut sources) in [
+        (&mut p.provision, provision_sources),
+        (&mut p.provision_symlink, symlink_sources),
+    ] {
+        match sources.len() {
+            0 => {}
+            1 => target.source = sources.remove(0),
+            _ => target.source = Source::Joined(sources),
+        }
     }
     match teardown_sources.len() {
         0 => {}
@@ -589,6 +644,8 @@ pub fn env_layer(get: &dyn Fn(&str) -> Option<String>) -> Result<Layer> {
         // Operator config files only (SPEC: never repo config).
         teardown: None,
         teardown_timeout: None,
+        provision: None,
+        provision_symlink: None,
     })
 }
 

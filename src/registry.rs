@@ -437,6 +437,24 @@ pub struct BranchCleanup {
     pub automatic: bool,
 }
 
+/// One path provisioned into a new worktree.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Provisioned {
+    /// Relative to the worktree's top (UTF-8 as git listed it; a path that
+    /// is not UTF-8 is recorded lossily and then never matches, so it holds).
+    pub path: String,
+    /// `file` or `symlink`.
+    pub kind: String,
+    /// `reflink` (FICLONE), `copy`, or `symlink`.
+    pub how: String,
+    /// sha256 of a file's content, lowercase hex.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
+    /// A symlink's link text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+}
+
 /// What became of the operator's teardown for one record. Written (and
 /// fsynced, like every record write) before the command starts, so a crash
 /// while it runs leaves `started_at` without `finished_at`: the next retire
@@ -544,6 +562,11 @@ pub struct Record {
     /// slot is free again. Absent in records written before it existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slot: Option<u32>,
+    /// What provisioning copied or symlinked into the worktree at creation
+    /// (SPEC "Provisioned files, disk, and hygiene"); at retire an entry
+    /// still identical is not work.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub provisioned: Vec<Provisioned>,
     /// The operator's teardown (config `teardown`) for this record, once a
     /// retire started it (SPEC "Provisioned files, disk, and hygiene").
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -611,6 +634,7 @@ impl Record {
             attempts_dropped: 0,
             tombstone: None,
             slot: None,
+            provisioned: Vec::new(),
             teardown: None,
             restored_from: None,
             intent: None,
@@ -1582,6 +1606,7 @@ mod props {
                 attempts_dropped,
                 slot: (audit_seq % 3 != 0).then_some((audit_seq % 7) as u32),
                 teardown: None,
+                provisioned: Vec::new(),
                 tombstone,
                 restored_from,
                 intent: intent.map(|(at, delete_branch, fetch)| Intent {

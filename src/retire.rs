@@ -648,6 +648,7 @@ impl Engine {
             &held.admin,
             Some(listed),
             &held.shadowed,
+            &held.rec.provisioned,
         )?;
         held.rebuildable = content.rebuildable_ignored();
         Ok(plan::gate_content(&content))
@@ -725,6 +726,7 @@ impl Engine {
         admin: &Path,
         listed: Option<Vec<u8>>,
         shadowed: &[git::TrustedFilter],
+        provisioned: &[crate::registry::Provisioned],
     ) -> Result<plan::ContentEvidence> {
         let status = ops::status(rg, wt)?;
         let listed = match listed {
@@ -791,6 +793,15 @@ impl Engine {
             ops,
             rebuildable: self.rebuildable.clone(),
             filtered,
+            provisioned: provisioned
+                .iter()
+                .map(|p| {
+                    (
+                        p.path.as_bytes().to_vec(),
+                        crate::ops::provision::unchanged(wt, p),
+                    )
+                })
+                .collect(),
         })
     }
 
@@ -1015,8 +1026,14 @@ impl Engine {
         // exclusive lock, with only in-process reads since (SPEC gate 7 is
         // the refresh after archiving).
         if archive.is_some() {
-            let content =
-                self.probe_content(&held.rg, &held.wt, &held.admin, None, &held.shadowed)?;
+            let content = self.probe_content(
+                &held.rg,
+                &held.wt,
+                &held.admin,
+                None,
+                &held.shadowed,
+                &held.rec.provisioned,
+            )?;
             if let Err(holds) = plan::gate_content(&content) {
                 return Ok(Err(holds));
             }

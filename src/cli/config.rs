@@ -99,6 +99,8 @@ fn rows(p: &Policy, state: std::result::Result<(String, Source), String>) -> Vec
     out.push(row("trusted_filters", &p.trusted_filters));
     out.push(row("teardown", &p.teardown));
     out.push(row("teardown_timeout", &p.teardown_timeout));
+    out.push(row("provision", &p.provision));
+    out.push(row("provision_symlink", &p.provision_symlink));
     out
 }
 
@@ -171,6 +173,8 @@ mod tests {
             "trusted_filters",
             "teardown",
             "teardown_timeout",
+            "provision",
+            "provision_symlink",
         ] {
             assert!(keys.contains(&k), "{k}");
         }

@@ -279,6 +279,79 @@ pub fn hash_raw(rg: &RepoGit, wt: &Path, file: File) -> Result<String> {
     Ok(first_line(&out))
 }
 
+/// NUL-separated paths of `-z` output, empty ones dropped.
+fn nul_paths(out: &[u8]) -> Vec<Vec<u8>> {
+    out.split(|b| *b == 0)
+        .filter(|p| !p.is_empty())
+        .map(<[u8]>::to_vec)
+        .collect()
+}
+
+/// `git ls-files -z --others --ignored --exclude-standard` in worktree
+/// `wt`: every file git ignores there (the repository's `.gitignore`
+/// files, `info/exclude`, `core.excludesFile`), relative to the top.
+pub fn ignored_files(rg: &RepoGit, wt: &Path) -> Result<Vec<Vec<u8>>> {
+    let out = rg
+        .cmd(wt)
+        .args([
+            "ls-files",
+            "-z",
+            "--others",
+            "--ignored",
+            "--exclude-standard",
+        ])
+        .probe()?;
+    Ok(nul_paths(&out))
+}
+
+/// `git ls-files -z --others --ignored [--exclude-from=FILE]
+/// [--exclude=PATTERN ...]` in worktree `wt`: the untracked files that
+/// match the given gitignore patterns (and only those: no standard
+/// excludes), so git itself matches `.worktreeinclude`'s syntax.
+pub fn untracked_matching(
+    rg: &RepoGit,
+    wt: &Path,
+    from: Option<&Path>,
+    patterns: &[String],
+) -> Result<Vec<Vec<u8>>> {
+    if from.is_none() && patterns.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut c = rg.cmd(wt);
+    c.args(["ls-files", "-z", "--others", "--ignored"]);
+    if let Some(f) = from {
+        let mut a = std::ffi::OsString::from("--exclude-from=");
+        a.push(f);
+        c.arg(a);
+    }
+    for p in patterns {
+        c.arg(format!("--exclude={p}"));
+    }
+    Ok(nul_paths(&c.probe()?))
+}
+
+/// `git ls-files -z --cached --ignored --exclude=PATTERN` in worktree
+/// `wt`: the tracked files a gitignore pattern matches.
+pub fn tracked_matching(rg: &RepoGit, wt: &Path, pattern: &str) -> Result<Vec<Vec<u8>>> {
+    let out = rg
+        .cmd(wt)
+        .args(["ls-files", "-z", "--cached", "--ignored"])
+        .arg(format!("--exclude={pattern}"))
+        .probe()?;
+    Ok(nul_paths(&out))
+}
+
+/// `git ls-files -z --cached -- PATH` in worktree `wt`: the tracked
+/// files at or below `path` (empty when none is).
+pub fn tracked_under(rg: &RepoGit, wt: &Path, path: &str) -> Result<Vec<Vec<u8>>> {
+    let out = rg
+        .cmd(wt)
+        .args(["ls-files", "-z", "--cached", "--"])
+        .arg(path)
+        .probe()?;
+    Ok(nul_paths(&out))
+}
+
 /// `git ls-files -v -s -z` in worktree `wt`, the raw listing (a probe: any
 /// warning fails it). Read with [`crate::git::parse::parse_hidden`] and
 /// [`crate::git::parse::parse_gitlinks`].

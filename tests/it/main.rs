@@ -30,6 +30,7 @@ mod logs;
 mod metrics;
 mod oracles;
 mod progress;
+mod provision;
 mod reader;
 mod reap;
 mod restore;
