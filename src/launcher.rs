@@ -68,6 +68,19 @@ pub const LOCAL_REPO_ENV: &[&str] = &[
     "GIT_NAMESPACE",
 ];
 
+/// `/bin/sh -c LINE` in `cwd`, with the caller's environment less
+/// [`LOCAL_REPO_ENV`]: a command lease runs for the operator (config
+/// `teardown`), like the user's command, never git's (SPEC "Sanitized git"
+/// is for git; this is the operator's own program, in the worktree).
+pub(crate) fn shell_command(line: &str, cwd: &Path) -> Command {
+    let mut c = Command::new("/bin/sh");
+    c.arg("-c").arg(line).current_dir(cwd);
+    for k in LOCAL_REPO_ENV {
+        c.env_remove(k);
+    }
+    c
+}
+
 /// Admission's default watermark: 1 GiB free (SPEC/Commands).
 pub const DEFAULT_MIN_FREE: MinFree = MinFree::Bytes(1 << 30);
 

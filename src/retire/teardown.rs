@@ -141,11 +141,7 @@ impl Engine {
         run: u32,
         after_interrupt: bool,
     ) -> plan::TeardownSeen {
-        let mut c = std::process::Command::new("/bin/sh");
-        c.arg("-c").arg(line).current_dir(&held.wt);
-        for k in crate::launcher::LOCAL_REPO_ENV {
-            c.env_remove(k);
-        }
+        let mut c = crate::launcher::shell_command(line, &held.wt);
         for k in [
             "LEASE_FD",
             "LEASE_FILE",
