@@ -186,8 +186,7 @@ pub(super) fn target_code(t: &TargetReport) -> u8 {
     match t.disposition {
         // A removal whose requested branch deletion was refused: a hold.
         Disposition::Removed
-            if t
-                .branch
+            if t.branch
                 .as_ref()
                 .is_some_and(|b| b.reason.is_some() && !b.automatic) =>
         {
