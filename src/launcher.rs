@@ -111,17 +111,7 @@ impl MinFree {
                 Err(bad())
             };
         }
-        let upper = s.to_ascii_uppercase();
-        let digits = upper.trim_end_matches(['B']).trim_end_matches(['I']);
-        let (num, shift) = match digits.chars().last() {
-            Some('K') => (&digits[..digits.len() - 1], 10),
-            Some('M') => (&digits[..digits.len() - 1], 20),
-            Some('G') => (&digits[..digits.len() - 1], 30),
-            Some('T') => (&digits[..digits.len() - 1], 40),
-            _ => (digits, 0),
-        };
-        let n: u64 = num.parse().map_err(|_| bad())?;
-        n.checked_mul(1u64 << shift)
+        crate::reap::until_free::parse_size(s)
             .map(MinFree::Bytes)
             .ok_or_else(bad)
     }
@@ -408,8 +398,10 @@ fn low_space(bounds: &[MinFree], dirs: &[&Path]) -> Option<String> {
 }
 
 /// Admission with `--reap-if-low`: when space is low, runs the same reap as
-/// `lease reap --apply` under the reaper lock (never waiting for another
-/// reaper), then checks again.
+/// `lease reap --apply --until-free W` under the reaper lock (never waiting
+/// for another reaper), `W` the largest byte value any bound of the
+/// watermark asks of any of `dirs`, then checks again: the largest
+/// candidates go first and the reap stops once the watermark is met.
 fn admit_or_reap(reg: &Registry, git: &Git, reap_if_low: bool, dirs: &[&Path]) -> Result<()> {
     let bounds = crate::policy::current().min_free.bounds();
     let Some(why) = low_space(&bounds, dirs) else {
@@ -419,7 +411,14 @@ fn admit_or_reap(reg: &Registry, git: &Git, reap_if_low: bool, dirs: &[&Path]) -
         return Err(Error::Usage(why));
     }
     let reaped = match crate::reap::lock_reaper(reg.root(), true) {
-        Ok(_lock) => crate::reap::reap(reg.root(), git, true).map(|r| r.bytes_reclaimed),
+        Ok(_lock) => {
+            let target = bounds
+                .iter()
+                .flat_map(|b| dirs.iter().map(|d| b.required(d)))
+                .max()
+                .unwrap_or(0);
+            crate::reap::reap_until_free(reg.root(), git, target).map(|r| r.bytes_reclaimed)
+        }
         Err(e) => Err(e),
     };
     match (reaped, low_space(&bounds, dirs)) {

@@ -1157,10 +1157,43 @@ pub fn check_readback(
     Ok(())
 }
 
+/// `reap --until-free`: the order in which candidates go to the retire
+/// engine, given each one's estimated reclaim in bytes (`estimates[i]` for the
+/// i-th record of the scan): indices, largest estimate first; equal
+/// estimates keep the scan's order. Every index appears exactly once, so the
+/// order decides only *when* a candidate is tried, never *whether* the gates
+/// run (SPEC "Provisioned files, disk, and hygiene").
+pub fn reclaim_order(estimates: &[u64]) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..estimates.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(estimates[i]));
+    order
+}
+
+/// `reap --until-free`: true when `free` bytes on a candidate's filesystem
+/// already reach `target` bytes, so the candidate is not retired (the reap
+/// stops taking candidates there). A stop, never a gate: `false` only lets
+/// the retire engine's gates run.
+pub fn target_met(free: u64, target: u64) -> bool {
+    free >= target
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reclaim_order_takes_the_largest_first() {
+        assert_eq!(reclaim_order(&[1, 3, 2, 3]), vec![1, 3, 2, 0]);
+        assert!(reclaim_order(&[]).is_empty());
+    }
+
+    #[test]
+    fn the_target_is_met_at_or_above_it() {
+        assert!(target_met(10, 10));
+        assert!(target_met(11, 10));
+        assert!(!target_met(9, 10));
+    }
 
     fn dir(dev: u64, ino: u64) -> Seen {
         Seen {
@@ -1909,6 +1942,21 @@ mod props {
     use proptest::collection::vec;
     use proptest::prelude::*;
     use proptest::sample::select;
+
+    proptest! {
+        /// `reclaim_order` is a permutation, largest estimate first, equal
+        /// estimates in scan order.
+        #[test]
+        fn reclaim_order_is_a_largest_first_permutation(est in vec(0u64..5, 0..12)) {
+            let order = reclaim_order(&est);
+            let mut seen = order.clone();
+            seen.sort_unstable();
+            prop_assert_eq!(seen, (0..est.len()).collect::<Vec<_>>());
+            for w in order.windows(2) {
+                prop_assert!(est[w[0]] > est[w[1]] || (est[w[0]] == est[w[1]] && w[0] < w[1]));
+            }
+        }
+    }
 
     const UID: u32 = 7;
     const WT: (u64, u64) = (1, 2);

@@ -60,6 +60,7 @@ use crate::retire::{Engine, free_bytes};
 
 mod leftovers;
 mod scan;
+pub mod until_free;
 
 pub use leftovers::{Leftover, LeftoverKind};
 pub use scan::{Orphan, OrphanKind};
@@ -81,6 +82,9 @@ pub enum ReapDisposition {
     Held,
     /// Adopted: lease did not allocate it, so reap reports it and never takes it.
     Reported,
+    /// `--until-free`: its filesystem already had the target free, so it
+    /// was not sent to the retire engine (it stays as it was).
+    NotNeeded,
 }
 
 /// One record in a reap report.
@@ -110,6 +114,10 @@ pub struct ReapItem {
     pub retire: Option<TargetReport>,
     /// An error lease hit on this record (the reap then exits 3).
     pub error: Option<String>,
+    /// `--until-free`: the estimated bytes retiring it would reclaim (the
+    /// files under its worktree), which ordered the candidates.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub estimate: Option<u64>,
 }
 
 impl ReapItem {
@@ -129,6 +137,7 @@ impl ReapItem {
             expired: false,
             retire: None,
             error: None,
+            estimate: None,
         }
     }
 
@@ -214,6 +223,10 @@ pub struct ReapReport {
     pub archives_dropped: Vec<DroppedArchive>,
     /// Errors that are not about one record (persisting `orphans.json`).
     pub errors: Vec<String>,
+    /// `--until-free` (and `exec --reap-if-low`): the target, how far from
+    /// it each filesystem holding candidates stayed, and what kept it there.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub until_free: Option<until_free::UntilFree>,
 }
 
 /// An archive the reconciler dropped (or, in a dry run, would drop)
@@ -254,6 +267,7 @@ impl ReapReport {
             leftover_bytes: 0,
             archives_dropped: Vec::new(),
             errors: Vec::new(),
+            until_free: None,
         }
     }
 
@@ -262,6 +276,11 @@ impl ReapReport {
         self.items
             .iter()
             .any(|i| i.disposition == ReapDisposition::Held)
+    }
+
+    /// Returns true if and only if `--until-free` missed its target.
+    pub fn target_missed(&self) -> bool {
+        self.until_free.as_ref().is_some_and(|u| !u.met)
     }
 
     /// Returns true if and only if lease hit an error (a record, or persisting).
@@ -306,6 +325,18 @@ pub fn lock_reaper(root: &StateRoot, create: bool) -> Result<ReaperLock> {
 /// only reports. The caller holds the [`ReaperLock`]. Retires archive where
 /// the policy says (config `archive`, joined with `reap --archive`).
 pub fn reap(root: &StateRoot, git: &Git, apply: bool) -> Result<ReapReport> {
+    run(root, git, apply, None)
+}
+
+/// `lease reap --apply --until-free TARGET` and exec's `--reap-if-low`: an
+/// `--apply` reap that tries records largest estimated reclaim first and
+/// leaves a candidate alone once its filesystem has `target` bytes free
+/// (`reap/until_free.rs`). The caller holds the [`ReaperLock`].
+pub fn reap_until_free(root: &StateRoot, git: &Git, target: u64) -> Result<ReapReport> {
+    run(root, git, true, Some(target))
+}
+
+fn run(root: &StateRoot, git: &Git, apply: bool, until: Option<u64>) -> Result<ReapReport> {
     crate::os::fault::point("reap-locked");
     let reg = Registry::new(root.clone());
     let reaper = Reaper {
@@ -314,13 +345,24 @@ pub fn reap(root: &StateRoot, git: &Git, apply: bool) -> Result<ReapReport> {
         git,
         apply,
         now: SystemTime::now(),
+        until,
     };
     let mut report = ReapReport::empty(!apply, git);
-    let loaded = reaper.reg.scan()?;
+    let mut loaded = reaper.reg.scan()?;
     let before = free_space(root, &loaded);
+    let roots = until_free::roots(root.worktrees(), &loaded);
+    let mut estimates = Vec::new();
+    if until.is_some() {
+        let est: Vec<u64> = loaded.iter().map(until_free::estimate).collect();
+        let order = crate::plan::reclaim_order(&est);
+        let mut slots: Vec<Option<Loaded>> = loaded.into_iter().map(Some).collect();
+        loaded = order.iter().filter_map(|&i| slots[i].take()).collect();
+        estimates = order.iter().map(|&i| est[i]).collect();
+    }
     let step = crate::progress::begin("reaping", Some(loaded.len() as u64));
-    for l in loaded {
+    for (n, l) in loaded.into_iter().enumerate() {
         step.inc();
+        let estimate = estimates.get(n).copied();
         // Audit lines a crash lost after a record's last write, removed
         // records included: nothing else will ever update those.
         if let (true, Loaded::Ok(rec)) = (apply, &l)
@@ -335,7 +377,11 @@ pub fn reap(root: &StateRoot, git: &Git, apply: bool) -> Result<ReapReport> {
                     reaper.drop_durable_archive(&rec, &mut report);
                 }
             }
-            Loaded::Ok(rec) => report.items.push(reaper.reconcile(*rec)),
+            Loaded::Ok(rec) => {
+                let mut item = reaper.reconcile(*rec);
+                item.estimate = estimate;
+                report.items.push(item);
+            }
             Loaded::Bad { id, path, problem } => {
                 let what = format!("record `{}` is {problem}", path.display());
                 report.complete = false;
@@ -356,6 +402,7 @@ pub fn reap(root: &StateRoot, git: &Git, apply: bool) -> Result<ReapReport> {
                     expired: false,
                     retire: None,
                     error: Some(what),
+                    estimate: None,
                 });
             }
         }
@@ -377,6 +424,9 @@ pub fn reap(root: &StateRoot, git: &Git, apply: bool) -> Result<ReapReport> {
             before,
         })
         .collect();
+    if let Some(target) = until {
+        report.until_free = Some(until_free::summarize(target, &roots, &report.items));
+    }
     Ok(report)
 }
 
@@ -409,6 +459,8 @@ struct Reaper<'a> {
     git: &'a Git,
     apply: bool,
     now: SystemTime,
+    /// `--until-free`: the free bytes at which candidates stop being retired.
+    until: Option<u64>,
 }
 
 /// What is at a path, by `lstat` (never following a symlink).
@@ -787,7 +839,7 @@ impl Reaper<'_> {
         // records with one are taken too.
         if (rec.origin == Origin::Created || rec.intent.is_some()) && !keeps {
             // The engine proves `interrupted` under the exclusive lock itself.
-            item.take_retire(self.engine.retire(&rec.id));
+            self.retire_candidate(rec, item);
             return Ok(());
         }
         // Adopted or held: prove `interrupted`, never take it.
@@ -865,6 +917,20 @@ impl Reaper<'_> {
             );
             item.next = Some(format!("`lease retire {}` retires it", rec.prefix()));
             return;
+        }
+        self.retire_candidate(rec, item);
+    }
+
+    /// Sends a candidate through the retire engine, unless `--until-free`'s
+    /// target is already met on its filesystem (then it stays as it was).
+    fn retire_candidate(&self, rec: &Record, item: &mut ReapItem) {
+        if let Some(target) = self.until {
+            let free = free_bytes(&rec.root.path());
+            if crate::plan::target_met(free, target) {
+                item.disposition = ReapDisposition::NotNeeded;
+                item.detail.push(until_free::not_needed(rec, free, target));
+                return;
+            }
         }
         item.take_retire(self.engine.retire(&rec.id));
     }

@@ -41,6 +41,7 @@ mod snapshots;
 mod suite;
 mod teardown;
 mod transport;
+mod until_free;
 mod world;
 
 /// Every `.rs` file in tests/it is declared above (jj's runner.rs check).
