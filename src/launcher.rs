@@ -35,12 +35,12 @@ use signal_hook::low_level::siginfo::Cause;
 use crate::error::{Error, IoResultExt, Result};
 use crate::git::ops::AddConfig;
 use crate::git::{self, Git, RepoGit};
+use crate::model::report::TargetReport;
 use crate::os::process::{self, Ended};
 use crate::plan::HoldReason;
 use crate::registry::{
     FileId, Origin, Outcome, Owner, Record, Registry, Retention, Session, State,
 };
-use crate::report::TargetReport;
 use crate::retire::{Engine, free_bytes};
 
 /// The variables git itself clears for a subprocess that works in another

@@ -49,7 +49,6 @@ pub mod progress;
 pub mod reap;
 pub mod registry;
 pub mod repair;
-pub mod report;
 pub mod restore;
 pub mod retire;
 #[cfg(test)]

@@ -588,7 +588,7 @@ pub fn gate_content(ev: &ContentEvidence) -> Result<(), Vec<Hold>> {
         else {
             return false;
         };
-        let shown = crate::report::lossless(path);
+        let shown = crate::model::report::lossless(path);
         match unverifiable.iter_mut().find(|(d, _, _)| *d == f.driver) {
             Some((_, _, paths)) => paths.push(shown),
             None => unverifiable.push((f.driver.clone(), f.trust, vec![shown])),
@@ -596,7 +596,7 @@ pub fn gate_content(ev: &ContentEvidence) -> Result<(), Vec<Hold>> {
         true
     };
     for e in &ev.status {
-        let path = crate::report::lossless(&e.path);
+        let path = crate::model::report::lossless(&e.path);
         match &e.xy {
             b"??" => untracked.push(path),
             b"!!" if is_rebuildable(&e.path, &ev.rebuildable) => {}
@@ -615,7 +615,7 @@ pub fn gate_content(ev: &ContentEvidence) -> Result<(), Vec<Hold>> {
         .hidden
         .iter()
         .filter(|p| !unjudged(p))
-        .map(|p| crate::report::lossless(p))
+        .map(|p| crate::model::report::lossless(p))
         .collect();
     let mut holds = Vec::new();
     let mut push = |reason, what: &str, paths: Vec<String>| {
@@ -644,7 +644,7 @@ pub fn gate_content(ev: &ContentEvidence) -> Result<(), Vec<Hold>> {
 /// The detail of a `filter-unverifiable` hold: the driver, why it did not
 /// run, the config line that lets it run, and the paths.
 fn filter_detail(driver: &[u8], trust: FilterTrust, paths: &[String]) -> String {
-    let d = crate::report::lossless(driver);
+    let d = crate::model::report::lossless(driver);
     let why = match trust {
         FilterTrust::Shadowed => format!(
             "`trusted_filters` names `{d}`, but the repository's config sets filter.{d}.process, which git would run instead of your clean command, so lease ran neither"
@@ -756,7 +756,7 @@ pub fn gate_inventory(inv: &Inventory, gitlinks: &[Vec<u8>]) -> Result<(), Vec<H
     let show = |paths: &[Vec<u8>]| {
         paths
             .iter()
-            .map(|p| crate::report::lossless(p))
+            .map(|p| crate::model::report::lossless(p))
             .collect::<Vec<_>>()
             .join(", ")
     };

@@ -52,10 +52,10 @@ use serde::Serialize;
 
 use crate::error::{Error, IoResultExt, Result};
 use crate::git::{self, Git};
+use crate::model::report::{GitInfo, TargetReport, lossless};
 use crate::paths::StateRoot;
 use crate::plan::{Hold, HoldReason};
 use crate::registry::{FileId, Loaded, Origin, Record, Registry, State, Tombstone};
-use crate::report::{GitInfo, TargetReport, lossless};
 use crate::retire::{Engine, free_bytes};
 
 mod leftovers;

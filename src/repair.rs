@@ -25,9 +25,9 @@ use serde::Serialize;
 use crate::audit::{Audit, Event};
 use crate::error::{Error, Result};
 use crate::git::{self, Git};
+use crate::model::report::lossless;
 use crate::plan::{Disposition, Hold, HoldReason};
 use crate::registry::{Loaded, Record, Registry, State, Tombstone};
-use crate::report::lossless;
 
 /// What `lease repair` found and will do.
 #[derive(Debug, Clone, Serialize)]

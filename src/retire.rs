@@ -27,9 +27,9 @@ use crate::error::{Error, IoResultExt, Result};
 use crate::git::admin::linked_admin;
 use crate::git::refs::{durable_ref, trusted_remote};
 use crate::git::{self, Git, RepoGit, ops};
+use crate::model::report::TargetReport;
 use crate::plan::{self, Disposition, Hold, HoldReason, StateGate};
 use crate::registry::{Archive, Loaded, Record, Registry, State, Tombstone};
-use crate::report::TargetReport;
 
 mod archive;
 mod branch;
@@ -375,7 +375,7 @@ impl Engine {
                 let paths: Vec<String> = held
                     .rebuildable
                     .iter()
-                    .map(|p| crate::report::lossless(p))
+                    .map(|p| crate::model::report::lossless(p))
                     .collect();
                 report.detail.push(format!(
                     "would delete rebuildable output: {}",
@@ -1157,7 +1157,7 @@ impl Engine {
                 "durable": reach.durable.as_ref().map(|(r, o)| serde_json::json!({"ref": r, "oid": o, "kind": plan::durable_kind(r)})),
                 "unique_commits": reach.unique.len(),
                 "confirmed_remote_tips": reach.confirmed,
-                "rebuildable_deleted": held.rebuildable.iter().map(|p| crate::report::lossless(p)).collect::<Vec<_>>(),
+                "rebuildable_deleted": held.rebuildable.iter().map(|p| crate::model::report::lossless(p)).collect::<Vec<_>>(),
                 "archive": held.rec.archive.as_ref().map(|a| a.location.clone()),
                 "archival_refs": report.archive.as_ref().and_then(|a| a.remote.as_ref()).map(|r| serde_json::json!({"url": r.url, "refs": r.refs})),
                 "git": {"path": self.git.path().to_string_lossy(), "version": self.git.version()},

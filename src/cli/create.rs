@@ -7,10 +7,10 @@ use std::process::ExitCode;
 use super::{exit, print_error};
 use crate::error::{Error, Result};
 use crate::git::Git;
+use crate::model::report::{GitInfo, RetireReport};
 use crate::ops::create::CreateRequest;
 use crate::paths::StateRoot;
 use crate::registry::{Bound, Owner, Registry};
-use crate::report::{GitInfo, RetireReport};
 use crate::retire::Engine;
 
 /// The arguments of `lease create`.

@@ -10,8 +10,8 @@
 use std::path::Path;
 
 use crate::error::Error;
+use crate::model::report::TargetReport;
 use crate::plan::HoldReason;
-use crate::report::TargetReport;
 
 /// What a hint may name: the record (its full id), its worktree's path, its
 /// repository (the common git dir), the state root.

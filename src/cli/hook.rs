@@ -31,11 +31,11 @@ use serde_json::{Map, Value};
 use super::exit;
 use crate::error::Error;
 use crate::git::Git;
+use crate::model::report::TargetReport;
 use crate::ops::create::CreateRequest;
 use crate::ops::hook::{BindFrom, HookEnv, bound_process, observe};
 use crate::paths::StateRoot;
 use crate::registry::{Owner, Registry};
-use crate::report::TargetReport;
 use crate::retire::Engine;
 
 /// The arguments of `lease hook`.

@@ -4,10 +4,10 @@ use super::exit;
 use super::target::{self, Target};
 use crate::error::{Error, Result};
 use crate::git::Git;
+use crate::model::report::{GitInfo, RetireReport, TargetReport};
 use crate::paths::StateRoot;
 use crate::plan::Disposition;
 use crate::registry::{Loaded, Registry, State};
-use crate::report::{GitInfo, RetireReport, TargetReport};
 use crate::retire::Engine;
 
 /// The arguments of `lease retire`.

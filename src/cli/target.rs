@@ -137,7 +137,7 @@ fn resolve_quietly(reg: &Registry, t: &str) -> Result<Target> {
 pub(super) fn resolve_target(
     engine: &crate::retire::Engine,
     t: &str,
-) -> Result<std::result::Result<String, crate::report::TargetReport>> {
+) -> Result<std::result::Result<String, crate::model::report::TargetReport>> {
     Ok(match resolve(engine.registry(), t)? {
         Target::Id(id) => Ok(id),
         Target::Unrecorded { path, main } => Err(super::retire::unrecorded(t, &path, main)),

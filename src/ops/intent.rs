@@ -23,9 +23,9 @@
 //! overrides a gate: its completion is the ordinary retire, which may hold.
 
 use crate::git::Git;
+use crate::model::report::TargetReport;
 use crate::plan::{Disposition, Hold};
 use crate::registry::{Intent, Loaded, Record, Registry, State};
-use crate::report::TargetReport;
 use crate::retire::Engine;
 
 /// The options a `retire --when-free` carries into its completion.

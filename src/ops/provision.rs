@@ -72,7 +72,7 @@ pub fn plan(rg: &RepoGit, common: &Path) -> Result<Option<Plan>> {
         if let Some(t) = ops::tracked_matching(rg, &main, p)?.first() {
             return Err(Error::Usage(format!(
                 "config `provision` entry `{p}` matches the tracked file `{}`; provision copies only files git ignores",
-                crate::report::lossless(t)
+                crate::model::report::lossless(t)
             )));
         }
     }
@@ -80,7 +80,7 @@ pub fn plan(rg: &RepoGit, common: &Path) -> Result<Option<Plan>> {
         if let Some(t) = ops::tracked_under(rg, &main, l)?.first() {
             return Err(Error::Usage(format!(
                 "config `provision_symlink` entry `{l}` names the tracked path `{}`; symlink only ignored directories",
-                crate::report::lossless(t)
+                crate::model::report::lossless(t)
             )));
         }
     }
@@ -114,7 +114,7 @@ pub fn apply(plan: &Plan, wt: &Path) -> (Vec<Provisioned>, Vec<String>) {
             Ok(p) => done.push(p),
             Err(e) => notes.push(format!(
                 "not provisioned `{}`: {e}",
-                crate::report::lossless(rel)
+                crate::model::report::lossless(rel)
             )),
         }
     }
@@ -175,7 +175,7 @@ fn copy_one(main: &Path, wt: &Path, rel: &[u8]) -> Result<Provisioned> {
     let rel_path = Path::new(std::ffi::OsStr::from_bytes(rel));
     let src = main.join(rel_path);
     let dst = wt.join(rel_path);
-    let shown = crate::report::lossless(rel);
+    let shown = crate::model::report::lossless(rel);
     parent_is_plain(wt, rel)?;
     let meta = fs::symlink_metadata(&src).at(&src)?;
     if meta.file_type().is_symlink() {

@@ -307,7 +307,7 @@ pub fn remove_beneath(top: &OwnedFd, rel: &[u8]) -> Result<(), Hold> {
             HoldReason::NotWritable,
             format!(
                 "cannot delete rebuildable `{}`: {what}",
-                crate::report::lossless(rel)
+                crate::model::report::lossless(rel)
             ),
         )
     };

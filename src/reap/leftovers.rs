@@ -40,9 +40,9 @@ use serde::Serialize;
 
 use super::ReapReport;
 use crate::git::Git;
+use crate::model::report::lossless;
 use crate::paths::StateRoot;
 use crate::registry::{Loaded, Record, Registry, State};
-use crate::report::lossless;
 
 /// What a leftover is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

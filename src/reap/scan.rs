@@ -13,9 +13,9 @@ use serde::{Deserialize, Serialize};
 use super::ReapReport;
 use crate::error::Result;
 use crate::git::{self, Git};
+use crate::model::report::lossless;
 use crate::paths::StateRoot;
 use crate::registry::{Loaded, Registry, State};
-use crate::report::lossless;
 
 /// The schema of `orphans.json`.
 const ORPHANS_SCHEMA: u64 = 1;

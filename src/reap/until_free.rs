@@ -19,9 +19,9 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use super::{ReapDisposition, ReapItem};
+use crate::model::report::lossless;
 use crate::plan::HoldReason;
 use crate::registry::{Loaded, Record, State};
-use crate::report::lossless;
 use crate::retire::free_bytes;
 
 /// Parses SIZE: a count of bytes with an optional binary unit `K`, `M`,

@@ -30,8 +30,8 @@ use std::time::Duration;
 
 use super::{Engine, Held};
 use crate::error::Result;
+use crate::model::report::TargetReport;
 use crate::plan::{self, Hold};
-use crate::report::TargetReport;
 
 impl Engine {
     /// Runs the teardown if [`plan::teardown_due`] says so; `Ok(Err(hold))`
