@@ -1154,6 +1154,10 @@ def report(d, out):
         status = "**pass**" if ok else ("not built yet: lease bundles the whole history (%s commits per bundle)" % h.get("commits") if ok is False else "n/a")
         w("| %s-commit repository without a remote: bundle bytes and retire time | 18 | %s | bundle %s B; archiving retire %s | `git bundle` of the unique commit %s B; `git worktree remove` %s + `bundle create` + `verify` %s | bytes within 10%% of git's | %s |"
           % (format(meta["hist"], ","), fs, format(int(hl), ",") if hl else "n/a", ms(a_), format(hg, ",") if hg else "n/a", ms(rm_), ms(bv), status))
+        hb = r.j("hist-before-bundles.json", {}) or {}
+        if r.med("hist", "before") is not None:
+            w("| the same, by %s (BENCH_BEFORE, same rounds) | 18 | %s | now: bundle %s B, retire %s | before: bundle %s B (%s commits), retire %s | context | |"
+              % (meta.get("before_rev", "BENCH_BEFORE"), fs, format(int(hl), ",") if hl else "n/a", ms(a_), format(int(hb["lease_bytes"]), ",") if hb.get("lease_bytes") else "n/a", hb.get("commits"), ms(r.med("hist", "before"))))
     for fs, r in runs.items():
         if "procs" not in r.rows:
             continue

@@ -8,6 +8,7 @@ pub mod intent;
 pub mod keeper;
 pub mod launcher;
 pub mod metrics;
+pub mod provision;
 pub mod reap;
 pub mod repair;
 pub mod restore;

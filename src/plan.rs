@@ -253,7 +253,13 @@ pub fn gate_content(ev: &ContentEvidence) -> Result<(), Vec<Hold>> {
         match &e.xy {
             b"??" => untracked.push(path),
             b"!!" if is_rebuildable(&e.path, &ev.rebuildable) => {}
-            b"!!" => ignored.push(path),
+            b"!!" => match ev.provisioned.iter().find(|(p, _)| *p == e.path) {
+                Some((_, true)) => {}
+                Some((_, false)) => {
+                    ignored.push(format!("{path} (provisioned at creation, changed since)"))
+                }
+                None => ignored.push(path),
+            },
             b" M" if unjudged(&e.path) => {}
             _ => dirty.push(path),
         }
@@ -479,6 +485,149 @@ pub fn gate_branch_proven(branch: &str, tip: &str, unproven: &[String]) -> Resul
     Ok(())
 }
 
+/// Branch hygiene (SPEC "Provisioned files, disk, and hygiene"): returns
+/// true if and only if lease named this branch itself, so a retire deletes
+/// it once its tip is proven: the record is `created` by lease and its
+/// branch is exactly `lease/<first 8 hex of the record id>`, the name exec
+/// and create give when no `--branch` is asked for. A branch the user
+/// named (any other name, or any adopted worktree's branch) is never one.
+pub fn lease_named_branch(branch: Option<&str>, id: &str, created: bool) -> bool {
+    let Some(prefix) = id.get(..8) else {
+        return false;
+    };
+    created && branch.is_some_and(|b| b.strip_prefix("lease/") == Some(prefix))
+}
+
+/// The branches that may play the durable ref's part when there is no
+/// trusted remote (SPEC "Words: durable", `durable: local`), in order: the
+/// branch the main worktree's HEAD names (`main_head`, a full ref name from
+/// `git symbolic-ref -q HEAD` in the common git dir; `None` when detached),
+/// else `main`, else `master`. The worktree's own branch is never one of
+/// them: it is what the retire is about, not a copy that outlives it.
+/// Returns full ref names (`refs/heads/<b>`); the caller takes the first
+/// that names a commit.
+pub fn local_durable_candidates(main_head: Option<&str>, own_branch: Option<&str>) -> Vec<String> {
+    let own = own_branch.map(|b| format!("refs/heads/{b}"));
+    let mut v: Vec<String> = Vec::new();
+    let named = main_head.filter(|h| h.starts_with("refs/heads/"));
+    for r in named.map(str::to_string).into_iter().chain([
+        "refs/heads/main".to_string(),
+        "refs/heads/master".to_string(),
+    ]) {
+        if Some(&r) != own.as_ref() && !v.contains(&r) {
+            v.push(r);
+        }
+    }
+    v
+}
+
+/// What reports say about a durable ref (`durable: local` or `durable:
+/// remote`): a local branch (`refs/heads/...`, the repository's own default
+/// branch standing in for a trusted remote) is `local`; a tracking ref of
+/// the trusted remote is `remote`.
+pub fn durable_kind(durable_ref: &str) -> &'static str {
+    if durable_ref.starts_with("refs/heads/") {
+        "local"
+    } else {
+        "remote"
+    }
+}
+
+/// Whether a retire runs the operator's teardown now (SPEC "Provisioned
+/// files, disk, and hygiene": once per record, after the last consumer is
+/// gone, before removal). `configured`: config `teardown` names a command;
+/// `last`: the record's teardown so far, `(finished, ok)`. Returns `None`
+/// when there is nothing to run (none configured, or it already
+/// succeeded), else `Some(after_interrupt)`: true when the last run
+/// started and never finished (a crash), so the report says it runs again.
+pub fn teardown_due(configured: bool, last: Option<(bool, bool)>) -> Option<bool> {
+    match (configured, last) {
+        (false, _) | (true, Some((true, true))) => None,
+        (true, None) => Some(false),
+        (true, Some((finished, _))) => Some(!finished),
+    }
+}
+
+/// How one teardown command ended (what the adapter's `run_bounded` saw).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TeardownSeen {
+    /// The command line.
+    pub command: String,
+    /// Its exit code, if it exited.
+    pub code: Option<i32>,
+    /// The signal that killed it, if one did.
+    pub signal: Option<i32>,
+    /// True if it outlived `teardown_timeout` and was killed.
+    pub timed_out: bool,
+    /// The end of what it wrote to stderr (lossy UTF-8, bounded).
+    pub stderr: String,
+    /// Why it could not be started, if it could not.
+    pub spawn_error: Option<String>,
+}
+
+/// The teardown gate: the command must have exited 0 within its bound;
+/// anything else holds `teardown-failed` (the tree stays).
+pub fn gate_teardown(t: &TeardownSeen) -> Result<(), Hold> {
+    let how = if let Some(e) = &t.spawn_error {
+        format!("could not start: {e}")
+    } else if t.timed_out {
+        "outlived teardown_timeout and was killed".to_string()
+    } else {
+        match (t.code, t.signal) {
+            (Some(0), _) => return Ok(()),
+            (Some(c), _) => format!("exited {c}"),
+            (None, Some(s)) => format!("died of signal {s}"),
+            (None, None) => "ended without a status".to_string(),
+        }
+    };
+    let tail = t.stderr.trim();
+    Err(Hold::new(
+        HoldReason::TeardownFailed,
+        if tail.is_empty() {
+            format!("teardown `{}` {how}", t.command)
+        } else {
+            format!("teardown `{}` {how}: {tail}", t.command)
+        },
+    ))
+}
+
+/// The files provisioning copies: those git ignores (`ignored`) that
+/// `.worktreeinclude` or a config `provision` pattern matched
+/// (`included`), except those at or below a `provision_symlink` entry
+/// (symlinked instead). Sorted, without duplicates.
+pub fn provisioned_files(
+    ignored: &[Vec<u8>],
+    included: &[Vec<u8>],
+    links: &[String],
+) -> Vec<Vec<u8>> {
+    let mut v: Vec<Vec<u8>> = included
+        .iter()
+        .filter(|p| ignored.contains(p))
+        .filter(|p| {
+            !is_rebuildable(
+                p,
+                &links
+                    .iter()
+                    .map(|l| l.as_bytes().to_vec())
+                    .collect::<Vec<_>>(),
+            )
+        })
+        .cloned()
+        .collect();
+    v.sort();
+    v.dedup();
+    v
+}
+
+/// The slot a new record gets (SPEC "Provisioned files, disk, and
+/// hygiene"): the lowest integer from 0 up that `taken` (the slots of every
+/// other non-`removed` record of the state root) does not hold.
+pub fn lowest_free_slot(taken: &[u32]) -> u32 {
+    (0..=u32::MAX)
+        .find(|n| !taken.contains(n))
+        .unwrap_or(u32::MAX)
+}
+
 /// `lease archive drop`: every commit the archive holds must be reachable
 /// from a durable ref now; `unreachable` lists the archived tips that are not.
 pub fn gate_archive_droppable(unreachable: &[String]) -> Result<(), Hold> {
@@ -521,11 +670,44 @@ pub fn check_readback(
     Ok(())
 }
 
+/// `reap --until-free`: the order in which candidates go to the retire
+/// engine, given each one's estimated reclaim in bytes (`estimates[i]` for the
+/// i-th record of the scan): indices, largest estimate first; equal
+/// estimates keep the scan's order. Every index appears exactly once, so the
+/// order decides only *when* a candidate is tried, never *whether* the gates
+/// run (SPEC "Provisioned files, disk, and hygiene").
+pub fn reclaim_order(estimates: &[u64]) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..estimates.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(estimates[i]));
+    order
+}
+
+/// `reap --until-free`: true when `free` bytes on a candidate's filesystem
+/// already reach `target` bytes, so the candidate is not retired (the reap
+/// stops taking candidates there). A stop, never a gate: `false` only lets
+/// the retire engine's gates run.
+pub fn target_met(free: u64, target: u64) -> bool {
+    free >= target
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use crate::model::evidence::{FilteredPath, StatusEntry};
+
+    #[test]
+    fn reclaim_order_takes_the_largest_first() {
+        assert_eq!(reclaim_order(&[1, 3, 2, 3]), vec![1, 3, 2, 0]);
+        assert!(reclaim_order(&[]).is_empty());
+    }
+
+    #[test]
+    fn the_target_is_met_at_or_above_it() {
+        assert!(target_met(10, 10));
+        assert!(target_met(11, 10));
+        assert!(!target_met(9, 10));
+    }
 
     fn dir(dev: u64, ino: u64) -> Seen {
         Seen {
@@ -782,6 +964,7 @@ mod tests {
             ops: vec!["MERGE_HEAD".into()],
             rebuildable: vec![],
             filtered: vec![],
+            provisioned: vec![],
         };
         let reasons: Vec<_> = gate_content(&ev)
             .unwrap_err()
@@ -797,6 +980,37 @@ mod tests {
                 HoldReason::HiddenIndex,
                 HoldReason::OpInProgress
             ]
+        );
+    }
+
+    /// A provisioned path still identical to what was provisioned is not
+    /// work; one that changed is `ignored`, and the detail says so.
+    #[test]
+    fn an_unchanged_provisioned_path_is_not_work() {
+        let entry = |p: &str| StatusEntry {
+            xy: *b"!!",
+            path: p.as_bytes().to_vec(),
+        };
+        let mut ev = ContentEvidence {
+            status: vec![entry(".env"), entry("node_modules")],
+            provisioned: vec![(b".env".to_vec(), true), (b"node_modules".to_vec(), true)],
+            ..ContentEvidence::default()
+        };
+        assert_eq!(gate_content(&ev), Ok(()));
+        ev.provisioned[0].1 = false;
+        let h = gate_content(&ev).unwrap_err();
+        assert_eq!(h[0].reason, HoldReason::Ignored);
+        assert!(
+            h[0].detail
+                .contains(".env (provisioned at creation, changed since)"),
+            "{}",
+            h[0].detail
+        );
+        assert!(!h[0].detail.contains("node_modules"), "{}", h[0].detail);
+        ev.provisioned.clear();
+        assert_eq!(
+            gate_content(&ev).unwrap_err()[0].reason,
+            HoldReason::Ignored
         );
     }
 
@@ -1089,6 +1303,116 @@ mod tests {
     }
 
     #[test]
+    fn teardown_runs_once_and_again_only_after_a_failure_or_a_crash() {
+        assert_eq!(teardown_due(false, None), None);
+        assert_eq!(teardown_due(false, Some((false, false))), None);
+        assert_eq!(teardown_due(true, None), Some(false));
+        assert_eq!(teardown_due(true, Some((true, true))), None, "once");
+        assert_eq!(
+            teardown_due(true, Some((true, false))),
+            Some(false),
+            "failed: again"
+        );
+        assert_eq!(
+            teardown_due(true, Some((false, false))),
+            Some(true),
+            "crashed: again, said"
+        );
+        let seen = |code, signal, timed_out| TeardownSeen {
+            command: "down".into(),
+            code,
+            signal,
+            timed_out,
+            stderr: "boom\n".into(),
+            spawn_error: None,
+        };
+        assert!(gate_teardown(&seen(Some(0), None, false)).is_ok());
+        for t in [
+            seen(Some(3), None, false),
+            seen(None, Some(9), false),
+            seen(None, Some(9), true),
+            seen(None, None, false),
+        ] {
+            let h = gate_teardown(&t).unwrap_err();
+            assert_eq!(h.reason, HoldReason::TeardownFailed);
+            assert!(
+                h.detail.contains("`down`") && h.detail.contains("boom"),
+                "{}",
+                h.detail
+            );
+        }
+        let mut t = seen(None, None, false);
+        t.spawn_error = Some("no such file".into());
+        assert!(
+            gate_teardown(&t)
+                .unwrap_err()
+                .detail
+                .contains("no such file")
+        );
+    }
+
+    #[test]
+    fn only_ignored_included_files_are_copied() {
+        let b = |s: &str| s.as_bytes().to_vec();
+        let ignored = vec![b(".env"), b("node_modules/a/x.js"), b("secret.key")];
+        let included = vec![b("node_modules/a/x.js"), b(".env"), b("README.local")];
+        assert_eq!(
+            provisioned_files(&ignored, &included, &["node_modules".into()]),
+            vec![b(".env")],
+            "README.local is not ignored; node_modules is symlinked"
+        );
+    }
+
+    #[test]
+    fn a_new_record_gets_the_lowest_slot_nobody_holds() {
+        assert_eq!(lowest_free_slot(&[]), 0);
+        assert_eq!(lowest_free_slot(&[0, 1, 2]), 3);
+        assert_eq!(lowest_free_slot(&[1, 0, 3]), 2);
+        assert_eq!(lowest_free_slot(&[5]), 0);
+    }
+
+    #[test]
+    fn only_the_branch_lease_named_itself_is_its_own() {
+        let id = "0123abcd".to_string() + &"e".repeat(24);
+        assert!(lease_named_branch(Some("lease/0123abcd"), &id, true));
+        // adopted, user-named, another record's name, detached
+        assert!(!lease_named_branch(Some("lease/0123abcd"), &id, false));
+        assert!(!lease_named_branch(Some("feature"), &id, true));
+        assert!(!lease_named_branch(Some("lease/0123abce"), &id, true));
+        assert!(!lease_named_branch(
+            Some("lease/0123abcd-restored-x"),
+            &id,
+            true
+        ));
+        assert!(!lease_named_branch(Some("x/lease/0123abcd"), &id, true));
+        assert!(!lease_named_branch(None, &id, true));
+        assert!(!lease_named_branch(Some("lease/"), "", true));
+    }
+
+    #[test]
+    fn the_local_durable_ref_is_the_main_worktree_s_branch_never_the_own() {
+        assert_eq!(
+            local_durable_candidates(Some("refs/heads/trunk"), Some("lease/0123abcd")),
+            ["refs/heads/trunk", "refs/heads/main", "refs/heads/master"]
+        );
+        assert_eq!(
+            local_durable_candidates(None, None),
+            ["refs/heads/main", "refs/heads/master"]
+        );
+        // the worktree's own branch never proves itself durable
+        assert_eq!(
+            local_durable_candidates(Some("refs/heads/main"), Some("main")),
+            ["refs/heads/master"]
+        );
+        assert_eq!(
+            local_durable_candidates(Some("refs/remotes/o/x"), Some("master")),
+            ["refs/heads/main"]
+        );
+        assert_eq!(durable_kind("refs/heads/main"), "local");
+        assert_eq!(durable_kind("refs/remotes/origin/HEAD"), "remote");
+    }
+
+    #[test]
     fn archive_drop_gate() {
         assert!(gate_archive_droppable(&[]).is_ok());
         let h = gate_archive_droppable(&["abc".into()]).unwrap_err();
@@ -1127,6 +1451,21 @@ mod props {
     use proptest::collection::vec;
     use proptest::prelude::*;
     use proptest::sample::select;
+
+    proptest! {
+        /// `reclaim_order` is a permutation, largest estimate first, equal
+        /// estimates in scan order.
+        #[test]
+        fn reclaim_order_is_a_largest_first_permutation(est in vec(0u64..5, 0..12)) {
+            let order = reclaim_order(&est);
+            let mut seen = order.clone();
+            seen.sort_unstable();
+            prop_assert_eq!(seen, (0..est.len()).collect::<Vec<_>>());
+            for w in order.windows(2) {
+                prop_assert!(est[w[0]] > est[w[1]] || (est[w[0]] == est[w[1]] && w[0] < w[1]));
+            }
+        }
+    }
 
     const UID: u32 = 7;
     const WT: (u64, u64) = (1, 2);
@@ -1380,6 +1719,7 @@ mod props {
                 ops,
                 rebuildable,
                 filtered: Vec::new(),
+                provisioned: Vec::new(),
             });
         let inventory = (
             some_paths(),

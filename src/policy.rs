@@ -20,7 +20,9 @@
 //!   and none says false; `archive` is the union of the destinations the
 //!   layers ask for (`bundle` and `remote` join to `both`);
 //!   `trusted_filters` is the intersection of the layers that set it
-//!   (fewer trusted programs protect more).
+//!   (fewer trusted programs protect more); `teardown` runs every command
+//!   some file layer names, in layer order (none is skipped);
+//!   `teardown_timeout` is the shortest of the layers that set it.
 //!
 //! Unknown keys in a file are errors naming the file and the key. Only the
 //! variables of [`ENV_KEYS`] (plus `LEASE_HOME` and `LEASE_CONFIG`) are read:
@@ -66,19 +68,7 @@ impl MinFree {
                 Err(bad())
             };
         }
-        let upper = s.to_ascii_uppercase();
-        let digits = upper.trim_end_matches(['B']).trim_end_matches(['I']);
-        let (num, shift) = match digits.chars().last() {
-            Some('K') => (&digits[..digits.len() - 1], 10),
-            Some('M') => (&digits[..digits.len() - 1], 20),
-            Some('G') => (&digits[..digits.len() - 1], 30),
-            Some('T') => (&digits[..digits.len() - 1], 40),
-            _ => (digits, 0),
-        };
-        let n: u64 = num.parse().map_err(|_| bad())?;
-        n.checked_mul(1u64 << shift)
-            .map(MinFree::Bytes)
-            .ok_or_else(bad)
+        parse_size(s).map(MinFree::Bytes).ok_or_else(bad)
     }
 
     /// Returns the free bytes this bound requires on a filesystem of
@@ -91,6 +81,45 @@ impl MinFree {
             MinFree::Percent(p) => total.map_or(u64::MAX, |total| total / 100 * u64::from(p)),
         }
     }
+}
+
+/// Parses SIZE: a count of bytes with an optional binary unit `K`, `M`,
+/// `G` or `T` (powers of 1024; a trailing `B` or `iB` is accepted, any
+/// case): `4096`, `64K`, `500M`, `10GiB`. `None` for anything else and for
+/// a size that does not fit in 64 bits (a usage error, exit 2).
+pub fn parse_size(s: &str) -> Option<u64> {
+    let upper = s.trim().to_ascii_uppercase();
+    let digits = upper.trim_end_matches('B').trim_end_matches('I');
+    let (num, shift) = match digits.chars().last() {
+        Some('K') => (&digits[..digits.len() - 1], 10),
+        Some('M') => (&digits[..digits.len() - 1], 20),
+        Some('G') => (&digits[..digits.len() - 1], 30),
+        Some('T') => (&digits[..digits.len() - 1], 40),
+        _ => (digits, 0),
+    };
+    if num.is_empty() || !num.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    num.parse::<u64>().ok()?.checked_mul(1u64 << shift)
+}
+
+/// Checks a config `provision` pattern or `provision_symlink` entry:
+/// non-empty, no NUL or newline, not absolute, no `..` component (it
+/// would escape the repository). A leading `/` anchors a gitignore
+/// pattern to the top and is allowed only in a pattern (`/.env`).
+pub fn check_provision_entry(p: &str) -> std::result::Result<(), String> {
+    let body = p.strip_prefix('/').unwrap_or(p);
+    if body.is_empty()
+        || p.contains(['\0', '\n'])
+        || p.starts_with("//")
+        || body.split('/').any(|c| c == "..")
+    {
+        return Err(format!(
+            "provision entry `{}` escapes the repository or is empty; name a path inside it (like `.env` or `node_modules`)",
+            p.escape_debug()
+        ));
+    }
+    Ok(())
 }
 
 /// Where gate 6 archives commits that are not durable (`--archive`).
@@ -136,6 +165,9 @@ impl ArchiveMode {
         }
     }
 }
+
+/// The default bound on one teardown command (`teardown_timeout`).
+pub const DEFAULT_TEARDOWN_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The default orphan grace: orphans first seen longer ago are flagged.
 pub const DEFAULT_ORPHAN_GRACE: Duration = Duration::from_secs(7 * 24 * 3600);
@@ -203,6 +235,19 @@ pub struct Layer {
     /// Filter drivers (`lfs`) whose `clean`/`process` commands, as the
     /// user's own git config defines them, the status probe may run.
     pub trusted_filters: Option<Vec<String>>,
+    /// A shell command line (`sh -c`) a retire runs once per record after
+    /// the last consumer is gone and before removal. Operator config files
+    /// only: no environment variable or flag sets it, and no repository
+    /// file is ever read for it.
+    pub teardown: Option<String>,
+    /// The bound on each teardown command (`60s`, `5m`).
+    pub teardown_timeout: Option<String>,
+    /// Gitignore patterns of ignored files copied into each new worktree
+    /// from the main worktree (besides `.worktreeinclude`'s).
+    pub provision: Option<Vec<String>>,
+    /// Ignored paths (`node_modules`) symlinked in each new worktree to
+    /// the main worktree's copy.
+    pub provision_symlink: Option<Vec<String>>,
 }
 
 /// Where a layer comes from.
@@ -228,7 +273,8 @@ pub enum Source {
     Env(String),
     /// A flag (its name).
     Flag(String),
-    /// Several layers joined (the intersection of `rebuildable`).
+    /// Several layers joined (the intersection of `rebuildable`, every
+    /// `teardown`): the join rule of the key says how.
     Joined(Vec<Source>),
 }
 
@@ -241,7 +287,7 @@ impl std::fmt::Display for Source {
             Source::Flag(v) => write!(f, "flag {v}"),
             Source::Joined(s) => {
                 let parts: Vec<String> = s.iter().map(ToString::to_string).collect();
-                write!(f, "intersection of {}", parts.join(", "))
+                write!(f, "joined from {}", parts.join(", "))
             }
         }
     }
@@ -341,6 +387,15 @@ pub struct Policy {
     /// Filter drivers the status probe may run as the user's git config
     /// defines them (SPEC "Truthful content probes"); never repo config.
     pub trusted_filters: Sourced<Vec<String>>,
+    /// Teardown command lines, in layer order (SPEC "Provisioned files,
+    /// disk, and hygiene"): every one a file layer names runs.
+    pub teardown: Sourced<Vec<String>>,
+    /// The bound on each teardown command, in seconds (the shortest layer).
+    pub teardown_timeout: Sourced<u64>,
+    /// Provision patterns (the intersection of the layers that set it).
+    pub provision: Sourced<Vec<String>>,
+    /// Provision symlinks (the intersection of the layers that set it).
+    pub provision_symlink: Sourced<Vec<String>>,
 }
 
 impl Policy {
@@ -401,7 +456,14 @@ pub fn resolve(layers: &[(LayerFrom, Layer)]) -> Result<Policy> {
         allow_temp_worktree_root: sourced(false, Source::Default),
         archive: sourced(ArchiveMode::default(), Source::Default),
         trusted_filters: sourced(Vec::new(), Source::Default),
+        teardown: sourced(Vec::new(), Source::Default),
+        teardown_timeout: sourced(DEFAULT_TEARDOWN_TIMEOUT.as_secs(), Source::Default),
+        provision: sourced(Vec::new(), Source::Default),
+        provision_symlink: sourced(Vec::new(), Source::Default),
     };
+    let mut provision_sources: Vec<Source> = Vec::new();
+    let mut symlink_sources: Vec<Source> = Vec::new();
+    let mut teardown_sources: Vec<Source> = Vec::new();
     let mut grace_set = false;
     let mut rebuildable_sources: Vec<Source> = Vec::new();
     let mut filter_sources: Vec<Source> = Vec::new();
@@ -486,6 +548,64 @@ pub fn resolve(layers: &[(LayerFrom, Layer)]) -> Result<Policy> {
             }
             filter_sources.push(from.source("trusted_filters"));
         }
+        // Provisioned paths are not work at retire while unchanged: fewer
+        // protect more, so layers intersect.
+        for (key, v, target, sources) in [
+            (
+                "provision",
+                &l.provision,
+                &mut p.provision,
+                &mut provision_sources,
+            ),
+            (
+                "provision_symlink",
+                &l.provision_symlink,
+                &mut p.provision_symlink,
+                &mut symlink_sources,
+            ),
+        ] {
+            let Some(v) = v else { continue };
+            let mut names: Vec<String> = Vec::new();
+            for e in v {
+                check_provision_entry(e).map_err(|w| usage(key, w))?;
+                if !names.contains(e) {
+                    names.push(e.clone());
+                }
+            }
+            if sources.is_empty() {
+                target.value = names;
+            } else {
+                target.value.retain(|x| names.contains(x));
+            }
+            sources.push(from.source(key));
+        }
+        if let Some(t) = &l.teardown {
+            if !matches!(from, LayerFrom::File(_)) {
+                return Err(usage(
+                    "teardown",
+                    "teardown is operator config: set it in a config file".into(),
+                ));
+            }
+            if t.trim().is_empty() || t.contains('\0') {
+                return Err(usage("teardown", format!("`{t}` is not a command line")));
+            }
+            if !p.teardown.value.contains(t) {
+                p.teardown.value.push(t.clone());
+            }
+            teardown_sources.push(from.source("teardown"));
+        }
+        if let Some(v) = &l.teardown_timeout {
+            let d = humantime::parse_duration(v)
+                .map_err(|e| usage("teardown_timeout", format!("`{v}` is not a duration: {e}")))?;
+            if d.is_zero() {
+                return Err(usage("teardown_timeout", "must be longer than 0s".into()));
+            }
+            if p.teardown_timeout.source == Source::Default
+                || d.as_secs() < p.teardown_timeout.value
+            {
+                p.teardown_timeout = sourced(d.as_secs().max(1), from.source("teardown_timeout"));
+            }
+        }
         if let Some(a) = l.process_audit
             && (p.process_audit.source == Source::Default || a > p.process_audit.value)
         {
@@ -521,6 +641,21 @@ pub fn resolve(layers: &[(LayerFrom, Layer)]) -> Result<Policy> {
         0 => {}
         1 => p.trusted_filters.source = filter_sources.remove(0),
         _ => p.trusted_filters.source = Source::Joined(filter_sources),
+    }
+    for (target, mut sources) in [
+        (&mut p.provision, provision_sources),
+        (&mut p.provision_symlink, symlink_sources),
+    ] {
+        match sources.len() {
+            0 => {}
+            1 => target.source = sources.remove(0),
+            _ => target.source = Source::Joined(sources),
+        }
+    }
+    match teardown_sources.len() {
+        0 => {}
+        1 => p.teardown.source = teardown_sources.remove(0),
+        _ => p.teardown.source = Source::Joined(teardown_sources),
     }
     if p.min_free.bytes.is_none() && p.min_free.percent.is_none() {
         let MinFree::Bytes(b) = DEFAULT_MIN_FREE else {
@@ -632,6 +767,11 @@ pub fn env_layer(get: &dyn Fn(&str) -> Option<String>) -> Result<Layer> {
                 .map(str::to_string)
                 .collect()
         }),
+        // Operator config files only (SPEC: never repo config).
+        teardown: None,
+        teardown_timeout: None,
+        provision: None,
+        provision_symlink: None,
     })
 }
 
@@ -666,6 +806,44 @@ pub fn current() -> &'static Policy {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn provision_entries_stay_inside_the_repository() {
+        for ok in [".env", "/.env", "config/*.local", "node_modules"] {
+            assert!(check_provision_entry(ok).is_ok(), "{ok}");
+        }
+        for bad in ["", "/", "../x", "a/../../x", "//etc/passwd", "a\nb"] {
+            assert!(check_provision_entry(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn sizes_parse_with_binary_units() {
+        assert_eq!(parse_size("4096"), Some(4096));
+        assert_eq!(parse_size("64K"), Some(64 << 10));
+        assert_eq!(parse_size("500m"), Some(500 << 20));
+        assert_eq!(parse_size("10GiB"), Some(10 << 30));
+        assert_eq!(parse_size("1TB"), Some(1 << 40));
+        assert_eq!(parse_size(" 2G "), Some(2 << 30));
+    }
+
+    #[test]
+    fn bad_and_overflowing_sizes_are_refused() {
+        for s in [
+            "",
+            "K",
+            "-1",
+            "+1",
+            "1.5G",
+            "1Q",
+            "G1",
+            "16777216T",
+            "18446744073709551616",
+        ] {
+            assert_eq!(parse_size(s), None, "{s}");
+        }
+        assert_eq!(parse_size("16777215T"), Some(16_777_215 << 40));
+    }
 
     #[test]
     fn sizes() {
@@ -1041,9 +1219,8 @@ mod tests {
     fn env_layer_reads_only_the_documented_list() {
         let env = |k: &str| match k {
             "LEASE_MIN_FREE" => Some("5%".to_string()),
-            "LEASE_ID" | "LEASE_FD" | "LEASE_FILE" | "LEASE_IDENTITY" | "LEASE_WORKTREE" => {
-                Some("garbage".to_string())
-            }
+            "LEASE_ID" | "LEASE_FD" | "LEASE_FILE" | "LEASE_IDENTITY" | "LEASE_WORKTREE"
+            | "LEASE_SLOT" => Some("garbage".to_string()),
             "LEASE_REBUILDABLE" => Some("target::dist".to_string()),
             "LEASE_ALLOW_TEMP_ROOT" => Some("1".to_string()),
             _ => None,

@@ -1457,7 +1457,7 @@ _lease() {
             return 0
             ;;
         lease__subcmd__reap)
-            opts="-v -q -h --dry-run --apply --archive --json --verbose --quiet --log-format --config --help"
+            opts="-v -q -h --dry-run --apply --archive --until-free --json --verbose --quiet --log-format --config --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1465,6 +1465,10 @@ _lease() {
             case "${prev}" in
                 --archive)
                     COMPREPLY=($(compgen -W "bundle remote both" -- "${cur}"))
+                    return 0
+                    ;;
+                --until-free)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --log-format)

@@ -155,6 +155,7 @@ complete -c lease -n "__fish_lease_using_subcommand release" -s h -l help -d 'Pr
 complete -c lease -n "__fish_lease_using_subcommand reap" -l archive -d 'Where retires archive commits that are not durable (see `lease retire --archive`)' -r -f -a "bundle\t'A verified bundle under the state root'
 remote\t'Archival refs pushed to the trusted remote and read back'
 both\t'Both a bundle and archival refs'"
+complete -c lease -n "__fish_lease_using_subcommand reap" -l until-free -d 'With --apply: retire candidates largest first only until the filesystem holding them has SIZE free (bytes, or K, M, G, T)' -r
 complete -c lease -n "__fish_lease_using_subcommand reap" -l log-format -d 'Log line format on stderr (RUST_LOG, when set, chooses what is logged)' -r -f -a "text\t'Human-readable lines'
 json\t'One JSON object per line, for machines'"
 complete -c lease -n "__fish_lease_using_subcommand reap" -l config -d 'Config file read after the system and user files (also $LEASE_CONFIG)' -r -F

@@ -174,6 +174,10 @@ fn rows(p: &Policy, state: std::result::Result<(String, Source), String>) -> Vec
     out.push(row("allow_temp_worktree_root", &p.allow_temp_worktree_root));
     out.push(row("archive", &p.archive));
     out.push(row("trusted_filters", &p.trusted_filters));
+    out.push(row("teardown", &p.teardown));
+    out.push(row("teardown_timeout", &p.teardown_timeout));
+    out.push(row("provision", &p.provision));
+    out.push(row("provision_symlink", &p.provision_symlink));
     out
 }
 
@@ -262,6 +266,10 @@ mod tests {
             "allow_temp_worktree_root",
             "archive",
             "trusted_filters",
+            "teardown",
+            "teardown_timeout",
+            "provision",
+            "provision_symlink",
         ] {
             assert!(keys.contains(&k), "{k}");
         }

@@ -154,6 +154,8 @@ pub(super) fn next(reason: HoldReason, s: &Subject<'_>) -> String {
         UnsafeRepo => git_c("status"),
         GitFailed => git_c("status"),
         RootInsideWorktree | TempWorktreeRoot => "lease config --show".into(),
+        // The teardown's stderr is in the detail; its line is in the config.
+        TeardownFailed => format!("lease config --show && {retire}"),
         PathOccupied => match (&id, s.path) {
             (Some(i), Some(p)) => format!("lease restore {i} --to {}", quote(&format!("{p}-2"))),
             (Some(i), None) => format!("lease restore {i}"),
@@ -374,6 +376,7 @@ mod tests {
             HoldReason::BranchCheckedOut,
             HoldReason::TempWorktreeRoot,
             HoldReason::FilterUnverifiable,
+            HoldReason::TeardownFailed,
         ];
         for r in &v {
             // Exhaustive: a new variant must be added to the list above.
@@ -426,7 +429,8 @@ mod tests {
                 | HoldReason::BranchUnproven
                 | HoldReason::BranchCheckedOut
                 | HoldReason::TempWorktreeRoot
-                | HoldReason::FilterUnverifiable => {}
+                | HoldReason::FilterUnverifiable
+                | HoldReason::TeardownFailed => {}
             }
         }
         v

@@ -17,6 +17,9 @@ pub(super) struct Args {
     /// Where retires archive commits that are not durable (see `lease retire --archive`).
     #[arg(long, value_enum, value_name = "MODE")]
     pub(super) archive: Option<crate::policy::ArchiveMode>,
+    /// With --apply: retire candidates largest first only until the filesystem holding them has SIZE free (bytes, or K, M, G, T).
+    #[arg(long, value_name = "SIZE", requires = "apply", value_parser = crate::ops::reap::until_free::size_arg)]
+    pub(super) until_free: Option<u64>,
     /// Print the report as JSON.
     #[arg(long)]
     pub(super) json: bool,
@@ -24,7 +27,7 @@ pub(super) struct Args {
 
 /// Runs `lease reap` (the archive mode reaches it through the policy).
 pub(super) fn run(a: Args) -> Result<u8> {
-    reap(a.apply, a.json)
+    reap(a.apply, a.until_free, a.json)
 }
 
 /// The flags of `reap` that feed config.
@@ -35,7 +38,7 @@ pub(super) fn flag_layer(a: &Args) -> crate::policy::Layer {
     }
 }
 
-pub(super) fn reap(apply: bool, json: bool) -> Result<u8> {
+pub(super) fn reap(apply: bool, until_free: Option<u64>, json: bool) -> Result<u8> {
     use crate::ops::reap::ReapReport;
     let git = Git::resolve()?;
     let root = if apply {
@@ -47,7 +50,10 @@ pub(super) fn reap(apply: bool, json: bool) -> Result<u8> {
         None => ReapReport::empty(true, &git),
         Some(root) => {
             let _reaper = crate::ops::reap::lock_reaper(root, apply)?;
-            crate::ops::reap::reap(root, &git, apply)?
+            match until_free {
+                Some(target) => crate::ops::reap::reap_until_free(root, &git, target)?,
+                None => crate::ops::reap::reap(root, &git, apply)?,
+            }
         }
     };
     if json {
@@ -62,7 +68,7 @@ pub(super) fn reap(apply: bool, json: bool) -> Result<u8> {
     }
     Ok(if !report.complete || report.any_error() {
         exit::FAILED
-    } else if report.any_held() {
+    } else if report.any_held() || report.target_missed() {
         exit::HELD
     } else {
         exit::OK
@@ -98,6 +104,7 @@ fn render_reap(r: &crate::ops::reap::ReapReport) -> Vec<String> {
             ReapDisposition::Retained => "retained",
             ReapDisposition::Held => "held",
             ReapDisposition::Reported => "reported",
+            ReapDisposition::NotNeeded => "not needed",
         };
         let codes: Vec<String> = i.reasons.iter().map(|c| c.code()).collect();
         let state = match (i.state, i.after) {
@@ -173,6 +180,16 @@ fn render_reap(r: &crate::ops::reap::ReapReport) -> Vec<String> {
             (None, false, false) => {}
         }
     }
+    for a in &r.archives_dropped {
+        out.push(format!(
+            "{} the {} archive of {} (`{}`, {}): every commit is durable now",
+            if a.dropped { "dropped" } else { "would drop" },
+            a.kind,
+            &a.id[..12.min(a.id.len())],
+            a.location,
+            indicatif::HumanBytes(a.bytes)
+        ));
+    }
     if !r.leftovers.is_empty() {
         out.push(format!(
             "leftovers: {} ({})",
@@ -206,6 +223,45 @@ fn render_reap(r: &crate::ops::reap::ReapReport) -> Vec<String> {
                 super::list::human_bytes(f.before)
             )),
         }
+    }
+    if let Some(u) = &r.until_free {
+        out.extend(render_until_free(u));
+    }
+    out
+}
+
+/// The `--until-free` lines: met or how far from the target, and what kept it there.
+fn render_until_free(u: &crate::ops::reap::until_free::UntilFree) -> Vec<String> {
+    let mut out = Vec::new();
+    for f in &u.filesystems {
+        if f.short_by == 0 {
+            out.push(format!(
+                "until-free: target of {} bytes met under `{}` ({} bytes free)",
+                u.target, f.path, f.free
+            ));
+        } else {
+            out.push(format!(
+                "until-free: target of {} bytes MISSED under `{}`: {} bytes free, {} bytes short",
+                u.target, f.path, f.free, f.short_by
+            ));
+        }
+    }
+    for k in &u.kept_by {
+        let codes: Vec<String> = k.reasons.iter().map(|c| c.code()).collect();
+        out.push(format!(
+            "  kept by `{}` ({}): {} bytes, {}",
+            k.worktree.as_deref().unwrap_or("-"),
+            &k.id[..12.min(k.id.len())],
+            k.bytes,
+            if codes.is_empty() {
+                "held".to_string()
+            } else {
+                codes.join(", ")
+            }
+        ));
+    }
+    if !u.met && u.kept_by.is_empty() {
+        out.push("  nothing lease could retire was left; free space by other means".into());
     }
     out
 }

@@ -187,7 +187,13 @@ pub(super) fn target_code(t: &TargetReport) -> u8 {
     }
     match t.disposition {
         // A removal whose requested branch deletion was refused: a hold.
-        Disposition::Removed if t.branch.as_ref().is_some_and(|b| b.reason.is_some()) => exit::HELD,
+        Disposition::Removed
+            if t.branch
+                .as_ref()
+                .is_some_and(|b| b.reason.is_some() && !b.automatic) =>
+        {
+            exit::HELD
+        }
         Disposition::Removed | Disposition::WouldRemove | Disposition::Pending => exit::OK,
         Disposition::Held | Disposition::Retained => exit::HELD,
     }
@@ -217,6 +223,9 @@ pub(super) fn render_target(t: &TargetReport) -> Vec<String> {
                     "; reclaimed {}",
                     super::list::human_bytes(tb.bytes_reclaimed)
                 ));
+            }
+            if t.durable.as_deref() == Some("local") {
+                s.push_str("; durable: local");
             }
             out.push(s);
             if let Some(b) = &t.branch {

@@ -48,6 +48,9 @@ pub(super) fn show(id: &str, json: bool) -> Result<u8> {
     out!("repo:      {}", r.repo);
     out!("branch:    {}", r.branch.as_deref().unwrap_or("(detached)"));
     out!("owner:     {}:{}", r.owner.kind, r.owner.name);
+    if let Some(slot) = r.slot {
+        out!("slot:      {slot} (LEASE_SLOT)");
+    }
     let pids: Vec<String> = v["holders"]
         .as_array()
         .into_iter()

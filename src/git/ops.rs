@@ -158,6 +158,18 @@ pub fn common_dir(git: &Git, dir: &Path) -> Result<Output> {
         .output()
 }
 
+/// Runs `git symbolic-ref -q HEAD` in `common` (the common git dir, so
+/// the HEAD read is the main worktree's, or a bare repository's): the full
+/// ref name it points at, or `None` when HEAD is detached (git exits 1).
+pub fn main_head_ref(rg: &RepoGit, common: &Path) -> Result<Option<String>> {
+    let out = rg
+        .cmd(common)
+        .args(["symbolic-ref", "-q", "HEAD"])
+        .output()?;
+    let name = first_line(&out.stdout);
+    Ok((out.ok && !name.is_empty()).then_some(name))
+}
+
 /// `git rev-parse --verify -q REV^{commit}` in `dir`: the commit `rev`
 /// names, or `None` when it names none (git then prints nothing).
 pub fn resolve_commit(rg: &RepoGit, dir: &Path, rev: &str) -> Result<Option<String>> {
@@ -265,6 +277,79 @@ pub fn hash_raw(rg: &RepoGit, wt: &Path, file: File) -> Result<String> {
         .stdin(file)
         .run()?;
     Ok(first_line(&out))
+}
+
+/// NUL-separated paths of `-z` output, empty ones dropped.
+fn nul_paths(out: &[u8]) -> Vec<Vec<u8>> {
+    out.split(|b| *b == 0)
+        .filter(|p| !p.is_empty())
+        .map(<[u8]>::to_vec)
+        .collect()
+}
+
+/// `git ls-files -z --others --ignored --exclude-standard` in worktree
+/// `wt`: every file git ignores there (the repository's `.gitignore`
+/// files, `info/exclude`, `core.excludesFile`), relative to the top.
+pub fn ignored_files(rg: &RepoGit, wt: &Path) -> Result<Vec<Vec<u8>>> {
+    let out = rg
+        .cmd(wt)
+        .args([
+            "ls-files",
+            "-z",
+            "--others",
+            "--ignored",
+            "--exclude-standard",
+        ])
+        .probe()?;
+    Ok(nul_paths(&out))
+}
+
+/// `git ls-files -z --others --ignored [--exclude-from=FILE]
+/// [--exclude=PATTERN ...]` in worktree `wt`: the untracked files that
+/// match the given gitignore patterns (and only those: no standard
+/// excludes), so git itself matches `.worktreeinclude`'s syntax.
+pub fn untracked_matching(
+    rg: &RepoGit,
+    wt: &Path,
+    from: Option<&Path>,
+    patterns: &[String],
+) -> Result<Vec<Vec<u8>>> {
+    if from.is_none() && patterns.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut c = rg.cmd(wt);
+    c.args(["ls-files", "-z", "--others", "--ignored"]);
+    if let Some(f) = from {
+        let mut a = std::ffi::OsString::from("--exclude-from=");
+        a.push(f);
+        c.arg(a);
+    }
+    for p in patterns {
+        c.arg(format!("--exclude={p}"));
+    }
+    Ok(nul_paths(&c.probe()?))
+}
+
+/// `git ls-files -z --cached --ignored --exclude=PATTERN` in worktree
+/// `wt`: the tracked files a gitignore pattern matches.
+pub fn tracked_matching(rg: &RepoGit, wt: &Path, pattern: &str) -> Result<Vec<Vec<u8>>> {
+    let out = rg
+        .cmd(wt)
+        .args(["ls-files", "-z", "--cached", "--ignored"])
+        .arg(format!("--exclude={pattern}"))
+        .probe()?;
+    Ok(nul_paths(&out))
+}
+
+/// `git ls-files -z --cached -- PATH` in worktree `wt`: the tracked
+/// files at or below `path` (empty when none is).
+pub fn tracked_under(rg: &RepoGit, wt: &Path, path: &str) -> Result<Vec<Vec<u8>>> {
+    let out = rg
+        .cmd(wt)
+        .args(["ls-files", "-z", "--cached", "--"])
+        .arg(path)
+        .probe()?;
+    Ok(nul_paths(&out))
 }
 
 /// `git ls-files -v -s -z` in worktree `wt`, the raw listing (a probe: any

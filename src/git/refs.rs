@@ -35,12 +35,26 @@ pub fn trusted_remote(
 /// The trusted remote's default-branch tracking ref and its commit (SPEC
 /// "durable"): `refs/remotes/<r>/HEAD`, else `main`, else `master`. Refs are
 /// read in the common git dir: a per-worktree ref is never durable.
+///
+/// With no trusted remote, the repository's own default branch plays that
+/// part (`durable: local`): the branch the main worktree's HEAD names, else
+/// `main`, else `master`, never `own_branch` (the retired worktree's
+/// branch), as [`crate::plan::local_durable_candidates`] orders them. It is
+/// the bundle's prerequisite, so an archive costs what is unique to the
+/// worktree, never the repository's history.
 pub fn durable_ref(
     rg: &RepoGit,
     common: &Path,
     remote: Option<&str>,
+    own_branch: Option<&str>,
 ) -> Result<Option<(String, String)>> {
     let Some(remote) = remote else {
+        let head = ops::main_head_ref(rg, common)?;
+        for r in crate::plan::local_durable_candidates(head.as_deref(), own_branch) {
+            if let Some(oid) = ops::resolve_commit(rg, common, &r)? {
+                return Ok(Some((r, oid)));
+            }
+        }
         return Ok(None);
     };
     for name in ["HEAD", "main", "master"] {

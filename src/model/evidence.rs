@@ -112,6 +112,10 @@ pub struct ContentEvidence {
     /// index entry that differs) and whose `filter` attribute names a
     /// driver, with how far lease could run it.
     pub filtered: Vec<FilteredPath>,
+    /// Paths provisioned at creation (relative to the top, raw bytes) and
+    /// whether each is still what was provisioned (SPEC "Provisioned
+    /// files, disk, and hygiene"): an unchanged one is not work.
+    pub provisioned: Vec<(Vec<u8>, bool)>,
 }
 
 /// A changed-looking path whose `filter` attribute names a driver.

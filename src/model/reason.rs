@@ -59,6 +59,7 @@ pub enum HoldReason {
     BranchCheckedOut,
     TempWorktreeRoot,
     FilterUnverifiable,
+    TeardownFailed,
 }
 
 impl HoldReason {
@@ -145,6 +146,9 @@ impl HoldReason {
             }
             FilterUnverifiable => {
                 "add the config line in the detail to your lease config to let lease run that filter as your git config defines it, or commit the change"
+            }
+            TeardownFailed => {
+                "fix the teardown command (config `teardown`, its output is in the detail), then retire again: it runs again until it succeeds"
             }
             NotWritable => {
                 "make the listed directories writable (`chmod u+w`), or, as root, clear the listed attributes (`chattr -i -a PATH`), then retry"

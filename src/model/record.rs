@@ -399,7 +399,7 @@ pub struct RemoteRefs {
     pub read_back_at: String,
 }
 
-/// What `retire --delete-branch` did with the task branch.
+/// What `retire --delete-branch`, or branch hygiene, did with the task branch.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BranchCleanup {
     /// The branch's short name.
@@ -413,6 +413,50 @@ pub struct BranchCleanup {
     pub reason: Option<HoldReason>,
     /// What was found.
     pub detail: String,
+    /// True for branch hygiene: lease's own `lease/<id prefix>` branch,
+    /// handled without `--delete-branch` (kept, it is not a hold; absent,
+    /// meaning false, in records written before it existed).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub automatic: bool,
+}
+
+/// One path provisioned into a new worktree.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Provisioned {
+    /// Relative to the worktree's top (UTF-8 as git listed it; a path that
+    /// is not UTF-8 is recorded lossily and then never matches, so it holds).
+    pub path: String,
+    /// `file` or `symlink`.
+    pub kind: String,
+    /// `reflink` (FICLONE), `copy`, or `symlink`.
+    pub how: String,
+    /// sha256 of a file's content, lowercase hex.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
+    /// A symlink's link text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+}
+
+/// What became of the operator's teardown for one record. Written (and
+/// fsynced, like every record write) before the command starts, so a crash
+/// while it runs leaves `started_at` without `finished_at`: the next retire
+/// runs it again and says so (`interrupted`, the audit line, the report).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Teardown {
+    /// When the latest run started (RFC 3339 UTC).
+    pub started_at: String,
+    /// When it ended; `None` while it runs, or when a crash cut it short.
+    pub finished_at: Option<String>,
+    /// True once every configured command exited 0: it never runs again.
+    pub ok: bool,
+    /// How many times it was started.
+    pub runs: u32,
+    /// How many of those runs a crash cut short (found started, never
+    /// finished, by a later retire).
+    pub interrupted: u32,
+    /// What the latest run did: each command and how it ended.
+    pub detail: Vec<String>,
 }
 
 /// One held retire.
@@ -494,6 +538,22 @@ pub struct Record {
     pub attempts_dropped: u64,
     /// Set when removed.
     pub tombstone: Option<Tombstone>,
+    /// The small integer no other non-`removed` record of this state root
+    /// holds (SPEC "Provisioned files, disk, and hygiene"), given to the
+    /// command as `LEASE_SLOT` (for ports); allocated at creation under the
+    /// state root's slot lock (`store::registry::Registry::create`); a `removed` record's
+    /// slot is free again. Absent in records written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slot: Option<u32>,
+    /// What provisioning copied or symlinked into the worktree at creation
+    /// (SPEC "Provisioned files, disk, and hygiene"); at retire an entry
+    /// still identical is not work.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub provisioned: Vec<Provisioned>,
+    /// The operator's teardown (config `teardown`) for this record, once a
+    /// retire started it (SPEC "Provisioned files, disk, and hygiene").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub teardown: Option<Teardown>,
     /// For a worktree made by `lease restore`: the record whose archive it
     /// came from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -557,6 +617,9 @@ impl Record {
             attempts: Vec::new(),
             attempts_dropped: 0,
             tombstone: None,
+            slot: None,
+            provisioned: Vec::new(),
+            teardown: None,
             restored_from: None,
             intent: None,
             audit_seq: 0,

@@ -24,6 +24,12 @@ pub struct TargetReport {
     pub unique_commits: u64,
     /// The verified archive, if one was made.
     pub archive: Option<Archive>,
+    /// What proved commits durable in gate 6: `remote` (the trusted
+    /// remote's default-branch tracking ref), `local` (no trusted remote:
+    /// the repository's own default branch, SPEC "Words: durable"), or
+    /// absent when nothing is durable (everything unique was archived).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub durable: Option<String>,
     /// The tombstone, if removed.
     pub tombstone: Option<Tombstone>,
     /// `--delete-branch`: what happened to the task branch (a kept branch
@@ -51,6 +57,7 @@ impl TargetReport {
             next: None,
             unique_commits: 0,
             archive: None,
+            durable: None,
             tombstone: None,
             branch: None,
             filters: Vec::new(),

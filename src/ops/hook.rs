@@ -163,7 +163,15 @@ fn session_leader_parent(view: &ProcView) -> Result<u32, BindRefusal> {
             "this hook has a controlling terminal, so it was not started by Claude Code (which runs hooks in a session without one); {BY_HAND}"
         )));
     }
-    if view.session == 0 || !view.chain.contains(&view.session) {
+    if view.session == 0 {
+        // proc(5): the session id reads 0 when the leader is in an outer
+        // PID namespace (a container whose init was started in a session
+        // outside it); the leader cannot be seen, so neither can its parent.
+        return Err(BindRefusal(format!(
+            "this hook's session leader is outside this PID namespace (its session id reads 0), so its host cannot be found; {BY_HAND}"
+        )));
+    }
+    if !view.chain.contains(&view.session) {
         return Err(BindRefusal(format!(
             "this hook's session leader (pid {}) is not one of its ancestors; {BY_HAND}",
             view.session
@@ -298,7 +306,27 @@ mod tests {
     #[test]
     fn observe_sees_this_process_first_without_a_terminal_check_of_its_own() {
         let v = observe();
+        let me = crate::os::procfs::tree_ids(std::process::id()).unwrap();
         assert_eq!(v.chain[0], std::process::id());
-        assert!(v.session != 0);
+        assert_eq!(v.session, me.session);
+        assert_eq!(v.has_tty, me.tty_nr != 0);
+        // 0 when the leader is in an outer PID namespace (CI runs the suite
+        // in one): nothing to read about it then.
+        if v.session == 0 {
+            assert_eq!(v.session_parent, None);
+        } else if let Some(leader) = crate::os::procfs::tree_ids(v.session) {
+            assert_eq!(v.session_parent, Some(leader.ppid));
+        }
+    }
+
+    #[test]
+    fn a_session_leader_in_an_outer_pid_namespace_is_refused_and_says_so() {
+        let view = ProcView {
+            session: 0,
+            session_parent: None,
+            ..shell_form()
+        };
+        let e = bound_process(&in_claude(), &view).unwrap_err();
+        assert!(e.0.contains("outside this PID namespace"), "{e}");
     }
 }

@@ -69,6 +69,19 @@ pub const LOCAL_REPO_ENV: &[&str] = &[
     "GIT_NAMESPACE",
 ];
 
+/// `/bin/sh -c LINE` in `cwd`, with the caller's environment less
+/// [`LOCAL_REPO_ENV`]: a command lease runs for the operator (config
+/// `teardown`), like the user's command, never git's (SPEC "Sanitized git"
+/// is for git; this is the operator's own program, in the worktree).
+pub(crate) fn shell_command(line: &str, cwd: &Path) -> Command {
+    let mut c = Command::new("/bin/sh");
+    c.arg("-c").arg(line).current_dir(cwd);
+    for k in LOCAL_REPO_ENV {
+        c.env_remove(k);
+    }
+    c
+}
+
 /// What `lease exec` was asked to do.
 #[derive(Debug, Clone)]
 pub struct ExecRequest {
@@ -116,6 +129,9 @@ pub(crate) struct Prepared {
     pub(crate) own_fd: fs::File,
     /// True if this run created the worktree (then it retires it after exit).
     pub(crate) created_now: bool,
+    /// The record's slot, passed as `LEASE_SLOT` (absent in records older
+    /// than slots).
+    pub(crate) slot: Option<u32>,
 }
 
 /// Refuses, before anything is created, a worktree root that OS cleaners
@@ -338,8 +354,10 @@ fn low_space(bounds: &[MinFree], dirs: &[&Path]) -> Option<String> {
 }
 
 /// Admission with `--reap-if-low`: when space is low, runs the same reap as
-/// `lease reap --apply` under the reaper lock (never waiting for another
-/// reaper), then checks again.
+/// `lease reap --apply --until-free W` under the reaper lock (never waiting
+/// for another reaper), `W` the largest byte value any bound of the
+/// watermark asks of any of `dirs`, then checks again: the largest
+/// candidates go first and the reap stops once the watermark is met.
 fn admit_or_reap(reg: &Registry, git: &Git, reap_if_low: bool, dirs: &[&Path]) -> Result<()> {
     let bounds = crate::policy::current().min_free.bounds();
     let Some(why) = low_space(&bounds, dirs) else {
@@ -349,7 +367,17 @@ fn admit_or_reap(reg: &Registry, git: &Git, reap_if_low: bool, dirs: &[&Path]) -
         return Err(Error::Environment(why));
     }
     let reaped = match crate::ops::reap::lock_reaper(reg.root(), true) {
-        Ok(_lock) => crate::ops::reap::reap(reg.root(), git, true).map(|r| r.bytes_reclaimed),
+        Ok(_lock) => {
+            let target = bounds
+                .iter()
+                .flat_map(|b| {
+                    dirs.iter()
+                        .map(|d| b.required(crate::os::atomic::total_bytes(d)))
+                })
+                .max()
+                .unwrap_or(0);
+            crate::ops::reap::reap_until_free(reg.root(), git, target).map(|r| r.bytes_reclaimed)
+        }
         Err(e) => Err(e),
     };
     match (reaped, low_space(&bounds, dirs)) {
@@ -426,6 +454,9 @@ pub(crate) fn create(
             common.display()
         )));
     };
+    // Before anything is created: an entry that escapes the repository or
+    // names a tracked path is a usage error (exit 125, nothing made).
+    let provision = crate::ops::provision::plan(&rg, &common)?;
     let id = crate::store::registry::new_id()?;
     let branch = req
         .branch
@@ -478,9 +509,20 @@ pub(crate) fn create(
     });
     added_or_kept(reg, &id, &wt, added)?;
     crate::os::fault::point("exec-added");
+    let (provisioned, notes) = provision
+        .as_ref()
+        .map(|p| crate::ops::provision::apply(p, &wt))
+        .unwrap_or_default();
+    for n in &notes {
+        tracing::warn!(id = %id, "{n}");
+    }
     let wt_id = file_id(&wt)?;
     reg.update(&id, |r| {
         r.worktree = Some(wt_id);
+        r.provisioned = provisioned;
+        if !notes.is_empty() {
+            r.audit("provision-skipped", vec![], notes.clone());
+        }
         Ok(r.set_state(State::Active)?)
     })?;
     crate::os::fault::point("exec-active");
@@ -491,6 +533,7 @@ pub(crate) fn create(
         child_fd,
         own_fd,
         created_now: true,
+        slot: rec.slot,
     })
 }
 
@@ -544,6 +587,7 @@ pub fn create_restored(
     occupied()?;
     check_root_outside_worktrees(&rg, common, &[reg.root().path(), &wt_root, &root])?;
     admit(&[&root, reg.root().path()])?;
+    let provision = crate::ops::provision::plan(&rg, common)?;
     let owner = crate::policy::current().default_owner(crate::ops::caller_name);
     let mut rec = Record::planned(
         id.clone(),
@@ -583,9 +627,17 @@ pub fn create_restored(
     });
     added_or_kept(reg, &id, &wt, added)?;
     crate::os::fault::point("exec-added");
+    let (provisioned, notes) = provision
+        .as_ref()
+        .map(|p| crate::ops::provision::apply(p, &wt))
+        .unwrap_or_default();
     let wt_id = file_id(&wt)?;
     reg.update(&id, |r| {
         r.worktree = Some(wt_id);
+        r.provisioned = provisioned;
+        if !notes.is_empty() {
+            r.audit("provision-skipped", vec![], notes.clone());
+        }
         r.set_state(State::Active)?;
         r.set_state(State::Terminal)?;
         r.retention = Some(Retention {
@@ -881,6 +933,7 @@ fn adopt(
         child_fd,
         own_fd,
         created_now: false,
+        slot: rec.slot,
     })
 }
 
@@ -1049,6 +1102,7 @@ fn start_session(r: &mut Record, wt: &Path, session: Session) -> Result<Prepared
         child_fd,
         own_fd,
         created_now: false,
+        slot: r.slot,
     })
 }
 
@@ -1078,6 +1132,9 @@ fn run(reg: &Registry, git: Git, p: Prepared, req: &ExecRequest) -> Result<ExecR
         // The git lease resolved (config `git`, else the first on PATH that
         // is not the shim): the shim's fork-free path runs it (shim/README.md).
         .env("LEASE_GIT", git.path());
+    if let Some(slot) = p.slot {
+        cmd.env("LEASE_SLOT", slot.to_string());
+    }
     // The one descriptor the command inherits: clear close-on-exec just for
     // the spawn, then set it again so no later child of lease inherits it.
     process::set_inherited(&p.child_fd, true).at_do("cannot pass", &p.lease.path())?;

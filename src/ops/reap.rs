@@ -63,6 +63,7 @@ use crate::store::root::StateRoot;
 
 mod leftovers;
 mod scan;
+pub mod until_free;
 
 pub use leftovers::{Leftover, LeftoverKind};
 pub use scan::{Orphan, OrphanKind};
@@ -84,6 +85,9 @@ pub enum ReapDisposition {
     Held,
     /// Adopted: lease did not allocate it, so reap reports it and never takes it.
     Reported,
+    /// `--until-free`: its filesystem already had the target free, so it
+    /// was not sent to the retire engine (it stays as it was).
+    NotNeeded,
 }
 
 /// One record in a reap report.
@@ -113,6 +117,10 @@ pub struct ReapItem {
     pub retire: Option<TargetReport>,
     /// An error lease hit on this record (the reap then exits 3).
     pub error: Option<String>,
+    /// `--until-free`: the estimated bytes retiring it would reclaim (the
+    /// files under its worktree), which ordered the candidates.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub estimate: Option<u64>,
 }
 
 impl ReapItem {
@@ -132,6 +140,7 @@ impl ReapItem {
             expired: false,
             retire: None,
             error: None,
+            estimate: None,
         }
     }
 
@@ -210,8 +219,33 @@ pub struct ReapReport {
     pub leftovers: Vec<Leftover>,
     /// Bytes of all `leftovers`, removed or kept.
     pub leftover_bytes: u64,
+    /// Archives of `removed` records whose commits all became durable:
+    /// dropped by `--apply`, to drop in a dry run (SPEC "Provisioned files,
+    /// disk, and hygiene").
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub archives_dropped: Vec<DroppedArchive>,
     /// Errors that are not about one record (persisting `orphans.json`).
     pub errors: Vec<String>,
+    /// `--until-free` (and `exec --reap-if-low`): the target, how far from
+    /// it each filesystem holding candidates stayed, and what kept it there.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub until_free: Option<until_free::UntilFree>,
+}
+
+/// An archive the reconciler dropped (or, in a dry run, would drop)
+/// because every commit it holds became durable.
+#[derive(Debug, Clone, Serialize)]
+pub struct DroppedArchive {
+    /// The record id.
+    pub id: String,
+    /// `bundle`, `remote` or `both`.
+    pub kind: String,
+    /// The bundle path (for `remote`, the URL).
+    pub location: String,
+    /// The bundle's size in bytes (0 for `remote` or a missing file).
+    pub bytes: u64,
+    /// True if it was dropped; false in a dry run.
+    pub dropped: bool,
 }
 
 impl ReapReport {
@@ -234,7 +268,9 @@ impl ReapReport {
             scratch: Vec::new(),
             leftovers: Vec::new(),
             leftover_bytes: 0,
+            archives_dropped: Vec::new(),
             errors: Vec::new(),
+            until_free: None,
         }
     }
 
@@ -243,6 +279,11 @@ impl ReapReport {
         self.items
             .iter()
             .any(|i| i.disposition == ReapDisposition::Held)
+    }
+
+    /// Returns true if and only if `--until-free` missed its target.
+    pub fn target_missed(&self) -> bool {
+        self.until_free.as_ref().is_some_and(|u| !u.met)
     }
 
     /// Returns true if and only if lease hit an error (a record, or persisting).
@@ -287,6 +328,18 @@ pub fn lock_reaper(root: &StateRoot, create: bool) -> Result<ReaperLock> {
 /// only reports. The caller holds the [`ReaperLock`]. Retires archive where
 /// the policy says (config `archive`, joined with `reap --archive`).
 pub fn reap(root: &StateRoot, git: &Git, apply: bool) -> Result<ReapReport> {
+    run(root, git, apply, None)
+}
+
+/// `lease reap --apply --until-free TARGET` and exec's `--reap-if-low`: an
+/// `--apply` reap that tries records largest estimated reclaim first and
+/// leaves a candidate alone once its filesystem has `target` bytes free
+/// (`reap/until_free.rs`). The caller holds the [`ReaperLock`].
+pub fn reap_until_free(root: &StateRoot, git: &Git, target: u64) -> Result<ReapReport> {
+    run(root, git, true, Some(target))
+}
+
+fn run(root: &StateRoot, git: &Git, apply: bool, until: Option<u64>) -> Result<ReapReport> {
     crate::os::fault::point("reap-locked");
     let reg = Registry::new(root.clone());
     let reaper = Reaper {
@@ -295,13 +348,24 @@ pub fn reap(root: &StateRoot, git: &Git, apply: bool) -> Result<ReapReport> {
         git,
         apply,
         now: SystemTime::now(),
+        until,
     };
     let mut report = ReapReport::empty(!apply, git);
-    let loaded = reaper.reg.scan()?;
+    let mut loaded = reaper.reg.scan()?;
     let before = free_space(root, &loaded);
+    let roots = until_free::roots(root.worktrees(), &loaded);
+    let mut estimates = Vec::new();
+    if until.is_some() {
+        let est: Vec<u64> = loaded.iter().map(until_free::estimate).collect();
+        let order = crate::plan::reclaim_order(&est);
+        let mut slots: Vec<Option<Loaded>> = loaded.into_iter().map(Some).collect();
+        loaded = order.iter().filter_map(|&i| slots[i].take()).collect();
+        estimates = order.iter().map(|&i| est[i]).collect();
+    }
     let step = crate::progress::begin("reaping", Some(loaded.len() as u64));
-    for l in loaded {
+    for (n, l) in loaded.into_iter().enumerate() {
         step.inc();
+        let estimate = estimates.get(n).copied();
         // Audit lines a crash lost after a record's last write, removed
         // records included: nothing else will ever update those.
         if let (true, Loaded::Ok(rec)) = (apply, &l)
@@ -310,8 +374,17 @@ pub fn reap(root: &StateRoot, git: &Git, apply: bool) -> Result<ReapReport> {
             report.errors.push(format!("record {}: {e}", rec.id));
         }
         match l {
-            Loaded::Ok(rec) if rec.state == State::Removed => report.skipped_removed += 1,
-            Loaded::Ok(rec) => report.items.push(reaper.reconcile(*rec)),
+            Loaded::Ok(rec) if rec.state == State::Removed => {
+                report.skipped_removed += 1;
+                if rec.archive.is_some() {
+                    reaper.drop_durable_archive(&rec, &mut report);
+                }
+            }
+            Loaded::Ok(rec) => {
+                let mut item = reaper.reconcile(*rec);
+                item.estimate = estimate;
+                report.items.push(item);
+            }
             Loaded::Bad { id, path, problem } => {
                 let what = format!("record `{}` is {problem}", path.display());
                 report.complete = false;
@@ -332,6 +405,7 @@ pub fn reap(root: &StateRoot, git: &Git, apply: bool) -> Result<ReapReport> {
                     expired: false,
                     retire: None,
                     error: Some(what),
+                    estimate: None,
                 });
             }
         }
@@ -353,6 +427,9 @@ pub fn reap(root: &StateRoot, git: &Git, apply: bool) -> Result<ReapReport> {
             before,
         })
         .collect();
+    if let Some(target) = until {
+        report.until_free = Some(until_free::summarize(target, &roots, &report.items));
+    }
     Ok(report)
 }
 
@@ -385,6 +462,8 @@ struct Reaper<'a> {
     git: &'a Git,
     apply: bool,
     now: SystemTime,
+    /// `--until-free`: the free bytes at which candidates stop being retired.
+    until: Option<u64>,
 }
 
 /// What is at a path, by `lstat` (never following a symlink).
@@ -405,6 +484,51 @@ fn found(path: &Path) -> Result<Found> {
 }
 
 impl Reaper<'_> {
+    /// Drops the archive of the `removed` record `rec` once every commit it
+    /// holds became durable ([`crate::ops::restore::archive_became_durable`]);
+    /// a dry run says it would. A probe that fails keeps the archive and
+    /// is a note (uncertainty keeps, and discovery is still complete).
+    fn drop_durable_archive(&self, rec: &Record, report: &mut ReapReport) {
+        let Some(a) = rec.archive.as_ref() else {
+            return;
+        };
+        match crate::ops::restore::archive_became_durable(self.git, rec) {
+            Ok(true) => {}
+            Ok(false) => return,
+            Err(e) => {
+                report.notes.push(format!(
+                    "archive of {} kept: cannot prove it durable: {e}",
+                    rec.id
+                ));
+                return;
+            }
+        }
+        let bytes = a
+            .has_bundle()
+            .then(|| fs::metadata(&a.location).ok().map(|m| m.len()))
+            .flatten()
+            .unwrap_or(0);
+        let mut d = DroppedArchive {
+            id: rec.id.clone(),
+            kind: a.kind.clone(),
+            location: a.location.clone(),
+            bytes,
+            dropped: false,
+        };
+        if self.apply {
+            match crate::ops::restore::drop_archive(&self.reg, self.git, rec, false) {
+                Ok(_) => d.dropped = true,
+                Err(e) => {
+                    report
+                        .notes
+                        .push(format!("archive of {} kept: {e}", rec.id));
+                    return;
+                }
+            }
+        }
+        report.archives_dropped.push(d);
+    }
+
     fn reconcile(&self, rec: Record) -> ReapItem {
         let mut item = ReapItem::new(&rec);
         if matches!(
@@ -726,7 +850,7 @@ impl Reaper<'_> {
         // records with one are taken too.
         if (rec.origin == Origin::Created || rec.intent.is_some()) && !keeps {
             // The engine proves `interrupted` under the exclusive lock itself.
-            item.take_retire(self.engine.retire(&rec.id));
+            self.retire_candidate(rec, item);
             return Ok(());
         }
         // Adopted or held: prove `interrupted`, never take it.
@@ -804,6 +928,20 @@ impl Reaper<'_> {
             );
             item.next = Some(format!("`lease retire {}` retires it", rec.prefix()));
             return;
+        }
+        self.retire_candidate(rec, item);
+    }
+
+    /// Sends a candidate through the retire engine, unless `--until-free`'s
+    /// target is already met on its filesystem (then it stays as it was).
+    fn retire_candidate(&self, rec: &Record, item: &mut ReapItem) {
+        if let Some(target) = self.until {
+            let free = free_bytes(&rec.root.path());
+            if crate::plan::target_met(free, target) {
+                item.disposition = ReapDisposition::NotNeeded;
+                item.detail.push(until_free::not_needed(rec, free, target));
+                return;
+            }
         }
         item.take_retire(self.engine.retire(&rec.id));
     }

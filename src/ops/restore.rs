@@ -430,22 +430,28 @@ fn unreachable_tips(
     rec: &Record,
     tips: &[String],
 ) -> Result<Vec<String>> {
-    let Some(remote) = git::refs::trusted_remote(
+    let has = |oid: &str| ops::has_commit(rg, repo, oid);
+    let mut heads: Vec<String> = Vec::new();
+    match git::refs::trusted_remote(
         rg,
         repo,
         crate::ops::retire::configured_remote().as_deref(),
         rec.branch.as_deref(),
-    )?
-    else {
-        return Ok(tips.to_vec());
-    };
-    let url = git::refs::remote_url(rg, repo, &remote)?;
-    let has = |oid: &str| ops::has_commit(rg, repo, oid);
-    let mut heads: Vec<String> = Vec::new();
-    for (oid, name) in ops::ls_remote(rg, repo, &url, &[])? {
-        if name.starts_with("refs/heads/") && !heads.contains(&oid) && has(&oid)? {
-            heads.push(oid);
+    )? {
+        Some(remote) => {
+            let url = git::refs::remote_url(rg, repo, &remote)?;
+            for (oid, name) in ops::ls_remote(rg, repo, &url, &[])? {
+                if name.starts_with("refs/heads/") && !heads.contains(&oid) && has(&oid)? {
+                    heads.push(oid);
+                }
+            }
         }
+        // No trusted remote: the repository's own default branch plays the
+        // durable ref's part (SPEC "Words: durable", `durable: local`).
+        None => match git::refs::durable_ref(rg, repo, None, rec.branch.as_deref())? {
+            Some((_, oid)) => heads.push(oid),
+            None => return Ok(tips.to_vec()),
+        },
     }
     let mut present: Vec<String> = Vec::new();
     let mut missing: Vec<String> = Vec::new();
@@ -466,7 +472,42 @@ fn unreachable_tips(
 /// `lease archive drop ID [--unreachable-ok]`.
 pub fn drop(id: &str, unreachable_ok: bool) -> Result<DropReport> {
     let (reg, git, rec) = open(id)?;
-    let a = archive_of(&rec)?.clone();
+    drop_archive(&reg, &git, &rec, unreachable_ok)
+}
+
+/// The reconciler's question (SPEC "Provisioned files, disk, and
+/// hygiene"): returns true if and only if every commit the archive of the
+/// `removed` record `rec` holds is durable now, as `lease archive drop`
+/// proves it (a branch of the trusted remote confirmed with `git
+/// ls-remote`, or with no trusted remote the repository's own default
+/// branch), so dropping it loses nothing. A record that is not `removed`
+/// (a retire may still need its archive), has no archive, or whose
+/// repository is gone: false.
+///
+/// # Errors
+/// A git probe that fails (the archive is then kept: uncertainty holds).
+pub fn archive_became_durable(git: &Git, rec: &Record) -> Result<bool> {
+    let Some(a) = rec.archive.as_ref() else {
+        return Ok(false);
+    };
+    let repo = PathBuf::from(&rec.repo);
+    if rec.state != crate::model::record::State::Removed || !repo.is_dir() {
+        return Ok(false);
+    }
+    let rg = git.repo(&repo)?;
+    let unreachable = unreachable_tips(&rg, &repo, rec, &tips_of(a))?;
+    Ok(crate::plan::gate_archive_droppable(&unreachable).is_ok())
+}
+
+/// [`drop`] of the record `rec` of `reg`: the proof, then the archival
+/// refs, the record, and last the bundle file.
+pub fn drop_archive(
+    reg: &Registry,
+    git: &Git,
+    rec: &Record,
+    unreachable_ok: bool,
+) -> Result<DropReport> {
+    let a = archive_of(rec)?.clone();
     let repo = PathBuf::from(&rec.repo);
     let tips = tips_of(&a);
     let rg = if repo.is_dir() {
@@ -475,7 +516,7 @@ pub fn drop(id: &str, unreachable_ok: bool) -> Result<DropReport> {
         None
     };
     let unreachable = match &rg {
-        Some(rg) => unreachable_tips(rg, &repo, &rec, &tips)?,
+        Some(rg) => unreachable_tips(rg, &repo, rec, &tips)?,
         None if unreachable_ok => tips.clone(),
         None => {
             return Err(Error::refused(

@@ -39,6 +39,7 @@ use crate::store::registry::{Loaded, Registry};
 mod archive;
 mod branch;
 mod remote;
+mod teardown;
 
 use archive::bundle_changed;
 pub(crate) use archive::{fd_sha256, read_header, verify_bundle};
@@ -284,6 +285,12 @@ impl Engine {
             Err(holds) => return Ok(Err(holds)),
         };
         tracing::info!(id = %held.rec.id, "gates 1-3 passed: state, path and lease");
+        // The operator's teardown: the last consumer is gone (gate 3 holds
+        // the lease exclusive), the removal has not begun, and gate 4's
+        // audit below sees whatever it left in the tree.
+        if let Err(h) = self.teardown(&mut held, report)? {
+            return Ok(Err(vec![h]));
+        }
         report.filters = held.rg.trusted().to_vec();
         // Lease's own walk of the tree, under the lock: gate 4 judges
         // processes by the identities it reached, gate 5 by what it found.
@@ -312,6 +319,15 @@ impl Engine {
         let reach = self.probe_reachability(&held)?;
         tracing::info!(id = %held.rec.id, unique_commits = reach.unique.len(), "gates 4-6 passed: processes, tree, reachability");
         report.unique_commits = reach.unique.len() as u64;
+        report.durable = reach
+            .durable
+            .as_ref()
+            .map(|(r, _)| plan::durable_kind(r).to_string());
+        let own_branch = plan::lease_named_branch(
+            held.rec.branch.as_deref(),
+            &held.rec.id,
+            held.rec.origin == crate::model::record::Origin::Created,
+        );
         if self.dry_run && !reach.unique.is_empty() && self.archive_mode.remote() {
             // Never promise a removal the push would not allow.
             if let Err(h) = self.check_push(&held.rg, &held.rec, &reach) {
@@ -344,10 +360,25 @@ impl Engine {
                     reach.unique.len()
                 )
             });
+            if let Some((r, _)) = reach
+                .durable
+                .as_ref()
+                .filter(|(r, _)| plan::durable_kind(r) == "local")
+            {
+                report.detail.push(format!(
+                    "durable: local (no trusted remote: `{r}` plays the durable ref's part)"
+                ));
+            }
             if reach.confirmed > 0 {
                 report.detail.push(format!(
                     "{} branch tip(s) of the trusted remote confirmed with ls-remote (--fetch)",
                     reach.confirmed
+                ));
+            }
+            if own_branch && !self.delete_branch {
+                report.detail.push(format!(
+                    "would then delete `{}` (lease named it) if its tip is proven and checked out nowhere",
+                    held.rec.branch.as_deref().unwrap_or_default()
                 ));
             }
             if self.delete_branch {
@@ -374,7 +405,7 @@ impl Engine {
         }
 
         // Gate 8: remove.
-        self.remove(&mut held, &reach, report)
+        self.remove(&mut held, &reach, report, own_branch)
     }
 
     /// Gates 2 (path identity, registration) and 3 (lease identity and lock).
@@ -583,6 +614,7 @@ impl Engine {
             &held.admin,
             Some(listed),
             &held.shadowed,
+            &held.rec.provisioned,
         )?;
         held.rebuildable = content.rebuildable_ignored();
         Ok(plan::gate_content(&content))
@@ -660,6 +692,7 @@ impl Engine {
         admin: &Path,
         listed: Option<Vec<u8>>,
         shadowed: &[evidence::TrustedFilter],
+        provisioned: &[crate::model::record::Provisioned],
     ) -> Result<evidence::ContentEvidence> {
         let status = ops::status(rg, wt)?;
         let listed = match listed {
@@ -726,6 +759,15 @@ impl Engine {
             ops,
             rebuildable: self.rebuildable.clone(),
             filtered,
+            provisioned: provisioned
+                .iter()
+                .map(|p| {
+                    (
+                        p.path.as_bytes().to_vec(),
+                        crate::ops::provision::unchanged(wt, p),
+                    )
+                })
+                .collect(),
         })
     }
 
@@ -822,7 +864,12 @@ impl Engine {
                     configured_remote().as_deref(),
                     rec.branch.as_deref(),
                 )?;
-                let durable = durable_ref(rg, Path::new(&rec.repo), remote.as_deref())?;
+                let durable = durable_ref(
+                    rg,
+                    Path::new(&rec.repo),
+                    remote.as_deref(),
+                    rec.branch.as_deref(),
+                )?;
                 (remote, durable)
             }
         };
@@ -945,8 +992,14 @@ impl Engine {
         // exclusive lock, with only in-process reads since (SPEC gate 7 is
         // the refresh after archiving).
         if archive.is_some() {
-            let content =
-                self.probe_content(&held.rg, &held.wt, &held.admin, None, &held.shadowed)?;
+            let content = self.probe_content(
+                &held.rg,
+                &held.wt,
+                &held.admin,
+                None,
+                &held.shadowed,
+                &held.rec.provisioned,
+            )?;
             if let Err(holds) = plan::gate_content(&content) {
                 return Ok(Err(holds));
             }
@@ -977,6 +1030,7 @@ impl Engine {
         held: &mut Held,
         reach: &Reach,
         report: &mut TargetReport,
+        own_branch: bool,
     ) -> Result<Result<(), Vec<Hold>>> {
         let id = held.rec.id.clone();
         let repo = PathBuf::from(&held.rec.repo);
@@ -1054,8 +1108,10 @@ impl Engine {
             }
             return Ok(Err(vec![Hold::new(HoldReason::GitFailed, detail)]));
         }
-        let branch = if self.delete_branch {
-            self.clean_branch(held, reach, report.archive.as_ref())?
+        // Branch hygiene: lease's own `lease/<id prefix>` branch goes
+        // without being asked; any other only with `--delete-branch`.
+        let branch = if self.delete_branch || own_branch {
+            self.clean_branch(held, reach, report.archive.as_ref(), !self.delete_branch)?
         } else {
             None
         };
@@ -1068,7 +1124,7 @@ impl Engine {
             free_after: free_bytes(&held.rec.root.path()),
             evidence: serde_json::json!({
                 "head": reach.head,
-                "durable": reach.durable.as_ref().map(|(r, o)| serde_json::json!({"ref": r, "oid": o})),
+                "durable": reach.durable.as_ref().map(|(r, o)| serde_json::json!({"ref": r, "oid": o, "kind": plan::durable_kind(r)})),
                 "unique_commits": reach.unique.len(),
                 "confirmed_remote_tips": reach.confirmed,
                 "rebuildable_deleted": held.rebuildable.iter().map(|p| crate::model::fmt::lossless(p)).collect::<Vec<_>>(),

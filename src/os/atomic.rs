@@ -208,6 +208,9 @@ pub fn free_bytes(path: &Path) -> u64 {
     if crate::os::fault::disk_full() {
         return 0;
     }
+    if let Some(free) = crate::os::fault::fake_free() {
+        return free;
+    }
     rustix::fs::statvfs(path).map_or(0, |s| s.f_bavail.saturating_mul(s.f_frsize))
 }
 

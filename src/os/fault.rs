@@ -28,6 +28,10 @@
 //! - `LEASE_FI_LOCK_ERROR=1`: the retirer's flock fails (`os/lease.rs`).
 //! - `LEASE_FI_FULL_WHILE=<path>`: every filesystem reports 0 free bytes
 //!   while `path` exists (a disk that a reap can free by removing it).
+//! - `LEASE_FI_DISK_BYTES=<n>` with `LEASE_FI_DISK_HOLDS=<dir>`: every
+//!   filesystem reports `n` minus the bytes of the files under `dir` free (a
+//!   disk of `n` bytes holding only `dir`), so a test sees free space grow by
+//!   what each removal under `dir` freed, without filling a real disk.
 
 /// Set once the step `LEASE_FI_ENOSPC_AFTER` names was passed.
 #[cfg(feature = "fault-injection")]
@@ -126,6 +130,39 @@ pub fn disk_full() -> bool {
 #[inline(always)]
 pub fn disk_full() -> bool {
     false
+}
+
+/// The free bytes `LEASE_FI_DISK_BYTES` and `LEASE_FI_DISK_HOLDS` fake (see
+/// the module docs), `None` when they are not both set.
+#[cfg(feature = "fault-injection")]
+pub fn fake_free() -> Option<u64> {
+    let size = knob("LEASE_FI_DISK_BYTES")?;
+    let holds = std::env::var_os("LEASE_FI_DISK_HOLDS")?;
+    Some(size.saturating_sub(bytes_under(std::path::Path::new(&holds))))
+}
+
+/// Bytes of the files below `dir` (`st_size`, never following a symlink).
+#[cfg(feature = "fault-injection")]
+fn bytes_under(dir: &std::path::Path) -> u64 {
+    let mut sum = 0u64;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            match e.file_type() {
+                Ok(t) if t.is_dir() => stack.push(e.path()),
+                Ok(_) => sum = sum.saturating_add(e.metadata().map_or(0, |m| m.len())),
+                Err(_) => {}
+            }
+        }
+    }
+    sum
+}
+
+/// Free space is never faked without the `fault-injection` feature.
+#[cfg(not(feature = "fault-injection"))]
+#[inline(always)]
+pub fn fake_free() -> Option<u64> {
+    None
 }
 
 /// Counts a durable write; without the `fault-injection` feature it does nothing.

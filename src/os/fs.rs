@@ -228,6 +228,44 @@ pub(crate) fn read_small(path: &Path) -> Option<Vec<u8>> {
     Some(buf)
 }
 
+/// How [`clone_or_copy`] copied a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CopyHow {
+    /// `FICLONE` (ioctl_ficlone(2)): the filesystem shares the extents
+    /// (btrfs, xfs with reflink, bcachefs); no data is written.
+    Reflink,
+    /// Read and written (the filesystem cannot clone, or across filesystems).
+    Copy,
+}
+
+impl std::fmt::Display for CopyHow {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            CopyHow::Reflink => "reflink",
+            CopyHow::Copy => "copy",
+        })
+    }
+}
+
+/// Copies `from`'s content into the empty file `to`: first `FICLONE`
+/// (ioctl_ficlone(2); it fails with `EOPNOTSUPP`, `EXDEV` or `EINVAL`
+/// where the filesystems cannot share extents), else an ordinary copy
+/// from the start of `from`.
+///
+/// # Errors
+/// The copy's read or write error.
+pub fn clone_or_copy(from: &mut File, to: &mut File) -> io::Result<CopyHow> {
+    if rustix::fs::ioctl_ficlone(&*to, &*from).is_ok() {
+        return Ok(CopyHow::Reflink);
+    }
+    use std::io::Seek;
+    from.rewind()?;
+    to.set_len(0)?;
+    to.rewind()?;
+    io::copy(from, to)?;
+    Ok(CopyHow::Copy)
+}
+
 /// Renames `from` to `to` only if `to` does not exist (renameat2
 /// `RENAME_NOREPLACE`, Linux 3.15): a verified bundle is never replaced by
 /// name.

@@ -454,3 +454,87 @@ mod tests {
         assert!(!is_alive(me, start + 1));
     }
 }
+
+/// How a command run by [`run_bounded`] ended.
+#[derive(Debug)]
+pub struct Bounded {
+    /// Its exit status; `None` only if it could not be waited for.
+    pub status: Option<std::process::ExitStatus>,
+    /// True if it outlived the bound and its process group was killed.
+    pub timed_out: bool,
+    /// The last [`STDERR_TAIL`] bytes it wrote to stderr.
+    pub stderr: Vec<u8>,
+}
+
+/// How much of a bounded command's stderr is kept (its end), in bytes.
+pub const STDERR_TAIL: usize = 4096;
+
+/// Runs `cmd` in a process group of its own (stdin and stdout `/dev/null`,
+/// stderr captured), waits at most `bound`, and then sends SIGKILL to the
+/// whole group (kill(2) with a negative pid): a command never outlives its
+/// bound, nor do the children it left in its group once it has exited.
+/// Used for the operator's teardown (SPEC "Provisioned files, disk, and
+/// hygiene": a time bound).
+///
+/// # Errors
+/// The spawn's error (no such program, not executable).
+pub fn run_bounded(
+    mut cmd: std::process::Command,
+    bound: std::time::Duration,
+) -> io::Result<Bounded> {
+    use std::io::Read;
+    use std::os::unix::process::CommandExt;
+    use std::process::Stdio;
+    cmd.process_group(0)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn()?;
+    let pgid = child.id();
+    let mut err = child.stderr.take();
+    let (etx, erx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut tail: Vec<u8> = Vec::new();
+        let mut buf = [0u8; 4096];
+        while let Some(Ok(n)) = err.as_mut().map(|e| e.read(&mut buf)) {
+            if n == 0 {
+                break;
+            }
+            tail.extend_from_slice(&buf[..n]);
+            let extra = tail.len().saturating_sub(STDERR_TAIL);
+            tail.drain(..extra);
+        }
+        let _ = etx.send(tail);
+    });
+    // The leader's exit is waited for without reaping it (`WNOWAIT`): while
+    // it is a zombie its pid, and so the group's id, cannot be reused, so
+    // the group kill below never reaches another process group.
+    let (tx, rx) = std::sync::mpsc::channel();
+    let leader = Pid::from_raw(pgid as i32);
+    std::thread::spawn(move || {
+        if let Some(p) = leader {
+            let _ = tx.send(rustix::process::waitid(
+                rustix::process::WaitId::Pid(p),
+                rustix::process::WaitIdOptions::EXITED | rustix::process::WaitIdOptions::NOWAIT,
+            ));
+        }
+    });
+    let kill_group = || {
+        if let Some(p) = leader {
+            let _ = rustix::process::kill_process_group(p, Signal::KILL);
+        }
+    };
+    let timed_out = rx.recv_timeout(bound).is_err();
+    // On time or not, what is left in the group goes (a command's children
+    // would otherwise keep its stderr open, and the tail would never end).
+    kill_group();
+    let status = child.wait().ok();
+    let stderr = erx
+        .recv_timeout(std::time::Duration::from_secs(1))
+        .unwrap_or_default();
+    Ok(Bounded {
+        status,
+        timed_out,
+        stderr,
+    })
+}

@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use crate::error::{Error, IoResultExt, Result};
 use crate::model::fmt::now;
 use crate::model::reason::HoldReason;
-use crate::model::record::{Attempt, Event, Record, SCHEMA, is_id};
+use crate::model::record::{Attempt, Event, Record, SCHEMA, State, is_id};
 use crate::store::audit::Audit;
 use crate::store::root::StateRoot;
 
@@ -154,7 +154,15 @@ impl Registry {
     }
 
     /// Writes a new record (it must not exist yet) and audits its creation.
+    ///
+    /// Its `slot` is allocated here: under `<state root>/locks/slots.lock`
+    /// (exclusive, blocking; every creation takes it, so two concurrent
+    /// creations never see the same free slot), the lowest integer no other
+    /// non-`removed` record holds ([`crate::plan::lowest_free_slot`]); the
+    /// record is written before the lock is released.
     pub fn create(&self, rec: &mut Record) -> Result<()> {
+        crate::os::atomic::make_private_dir(&self.root.locks())?;
+        let _slots = crate::os::atomic::lock_private(&self.root.locks().join("slots.lock"))?;
         let lock = self.lock(&rec.id)?;
         let path = self.file(&rec.id);
         if path.exists() {
@@ -163,6 +171,16 @@ impl Registry {
                 problem: "already exists".into(),
             });
         }
+        let taken: Vec<u32> = self
+            .scan()?
+            .into_iter()
+            .filter_map(|l| match l {
+                Loaded::Ok(r) if r.state != State::Removed && r.id != rec.id => r.slot,
+                _ => None,
+            })
+            .collect();
+        rec.slot = Some(crate::plan::lowest_free_slot(&taken));
+        crate::os::fault::point("slot-chosen");
         rec.queue_created();
         self.write(rec, &lock, true)
     }
@@ -578,6 +596,7 @@ mod props {
                             reason: (!deleted).then_some(HoldReason::BranchUnproven),
                             deleted,
                             detail,
+                            automatic: false,
                         }),
                     }
                 },
@@ -693,6 +712,7 @@ mod props {
                     })
                     .collect();
                 r.attempts_dropped = attempts_dropped;
+                r.slot = (audit_seq % 3 != 0).then_some((audit_seq % 7) as u32);
                 r.tombstone = tombstone;
                 r.restored_from = restored_from;
                 r.intent = intent.map(|(at, delete_branch, fetch)| Intent {

@@ -200,8 +200,24 @@ fn p1_clean_pushed_worktree_retires() {
     let (id, _) = fx.worktree("true");
     let rec = fx.remove(&id);
     assert!(rec["archive"].is_null());
+    // lease named the branch and its tip is durable: it went too.
     let branch = rec["branch"].as_str().unwrap();
-    fx.env.git(&fx.repo, &["rev-parse", "--verify", branch]);
+    assert_eq!(rec["tombstone"]["branch"]["deleted"], true, "{rec:#}");
+    assert!(
+        fx.env
+            .cmd("git")
+            .current_dir(&fx.repo)
+            .args([
+                "rev-parse",
+                "--verify",
+                "-q",
+                &format!("refs/heads/{branch}")
+            ])
+            .output()
+            .unwrap()
+            .stdout
+            .is_empty()
+    );
 }
 
 #[test]
@@ -1031,7 +1047,7 @@ fn c8_reftable_backend_private_refs() {
 }
 
 #[test]
-fn c9_no_remote_at_all_archives_everything_self_contained() {
+fn c9_no_remote_at_all_archives_what_is_unique_above_the_local_default_branch() {
     let env = TestEnv::new();
     let repo = env.root.join("solo");
     env.git(
@@ -1041,33 +1057,33 @@ fn c9_no_remote_at_all_archives_everything_self_contained() {
     fs::write(repo.join("README"), "solo\n").unwrap();
     env.git(&repo, &["add", "."]);
     env.git(&repo, &["commit", "-qm", "solo"]);
+    let main_tip = env.git(&repo, &["rev-parse", "HEAD"]);
+    let work = "echo w > w && git add w && git commit -qm w";
     let o = env
         .lease()
         .current_dir(&repo)
-        .args([
-            "exec",
-            "--",
-            "sh",
-            "-c",
-            "echo w > w && git add w && git commit -qm w",
-        ])
+        .args(["exec", "--", "sh", "-c", work])
         .output()
         .unwrap();
     assert_code(&o, 0);
     let rec = env.record();
     assert_eq!(rec["state"], "removed");
     assert_eq!(
-        rec["archive"]["commits"], 2,
-        "nothing is durable: both commits archived"
+        rec["archive"]["commits"], 1,
+        "durable: local: main's commit is the prerequisite, only w is archived"
     );
-    assert!(
-        rec["archive"]["prerequisites"]
-            .as_array()
-            .unwrap()
-            .is_empty()
+    assert_eq!(
+        rec["archive"]["prerequisites"],
+        serde_json::json!([main_tip])
     );
     let empty = env.root.join("empty");
     env.git(&env.root, &["init", "-q", empty.to_str().unwrap()]);
+    // The bundle needs the prerequisite: borrow solo's objects, as restore does.
+    fs::write(
+        empty.join(".git/objects/info/alternates"),
+        format!("{}\n", repo.join(".git/objects").display()),
+    )
+    .unwrap();
     env.git(
         &empty,
         &[
@@ -1079,6 +1095,39 @@ fn c9_no_remote_at_all_archives_everything_self_contained() {
                 rec["id"].as_str().unwrap()
             ),
         ],
+    );
+
+    // No default branch at all (HEAD detached, no main or master): nothing
+    // is durable, and the bundle is self-contained.
+    let bare = env.root.join("nodefault");
+    env.git(
+        &env.root,
+        &["init", "-q", "-b", "dev", bare.to_str().unwrap()],
+    );
+    fs::write(bare.join("README"), "dev\n").unwrap();
+    env.git(&bare, &["add", "."]);
+    env.git(&bare, &["commit", "-qm", "dev"]);
+    env.git(&bare, &["checkout", "-q", "--detach"]);
+    env.git(&bare, &["branch", "-q", "-D", "dev"]);
+    let o = env
+        .lease()
+        .current_dir(&bare)
+        .args(["exec", "--", "sh", "-c", work])
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+    let rec = env
+        .records()
+        .into_iter()
+        .find(|r| r["repo"].as_str().unwrap().contains("nodefault"))
+        .unwrap();
+    assert_eq!(rec["state"], "removed");
+    assert_eq!(rec["archive"]["commits"], 2, "nothing is durable: {rec:#}");
+    assert!(
+        rec["archive"]["prerequisites"]
+            .as_array()
+            .unwrap()
+            .is_empty()
     );
 }
 

@@ -445,19 +445,34 @@ fn list_filters_sorts_and_hides_removed_records() {
     assert!(row.contains(" repo ") && row.contains(" feat "), "{row}");
     let t = table(&["list", "--all"]);
     let lines: Vec<&str> = t.lines().collect();
-    assert!(lines[1].starts_with(&removed[..8]), "oldest first: {t}");
-    assert!(lines[2].starts_with(&kept[..8]), "{t}");
-    let size = lines[1].split_whitespace().nth(5).unwrap().to_string();
+    // Oldest first by creation time (seconds), then by id: two records
+    // made in the same second sort by id.
+    let mut order: Vec<(String, String)> = [&removed, &kept]
+        .iter()
+        .map(|id| {
+            let at = env.record_of(id)["created_at"]
+                .as_str()
+                .unwrap()
+                .to_string();
+            (at, id.to_string())
+        })
+        .collect();
+    order.sort();
+    assert!(lines[1].starts_with(&order[0].1[..8]), "oldest first: {t}");
+    assert!(lines[2].starts_with(&order[1].1[..8]), "{t}");
+    let row_of = |t: &str| {
+        t.lines()
+            .find(|l| l.starts_with(&removed[..8]))
+            .unwrap()
+            .split_whitespace()
+            .nth(5)
+            .unwrap()
+            .to_string()
+    };
+    let size = row_of(&t);
     assert!(size.ends_with('B') || size.ends_with('K'), "{t}");
     let t = table(&["list", "--all", "--bytes"]);
-    let raw = t
-        .lines()
-        .nth(1)
-        .unwrap()
-        .split_whitespace()
-        .nth(5)
-        .unwrap()
-        .to_string();
+    let raw = row_of(&t);
     assert!(raw.parse::<u64>().is_ok(), "{t}");
     let t = table(&["list", "--state", "removed"]);
     assert!(t.contains(&removed[..8]) && !t.contains(&kept[..8]), "{t}");

@@ -410,8 +410,9 @@ fn a_configured_worktree_root_and_trusted_remote_are_used() {
         rec["root"]["path"].as_str().unwrap(),
         Path::new(wt).parent().unwrap().to_str().unwrap()
     );
-    // A trusted remote that does not exist makes nothing durable: the
-    // worktree's HEAD, pushed to origin, is archived before removal.
+    // A trusted remote that does not exist: origin proves nothing, the
+    // repository's own default branch plays the durable ref's part
+    // (`durable: local`), and a commit only the worktree has is archived.
     let run = |vars: &[(&str, &str)]| {
         let before: Vec<serde_json::Value> =
             env.records().iter().map(|r| r["id"].clone()).collect();
@@ -419,7 +420,13 @@ fn a_configured_worktree_root_and_trusted_remote_are_used() {
             .lease()
             .current_dir(&repo)
             .envs(vars.iter().copied())
-            .args(["exec", "--", "true"])
+            .args([
+                "exec",
+                "--",
+                "sh",
+                "-c",
+                "git commit -q --allow-empty -m x && git push -q origin HEAD:refs/heads/pushed",
+            ])
             .output()
             .unwrap();
         assert_code(&o, 0);
@@ -429,16 +436,17 @@ fn a_configured_worktree_root_and_trusted_remote_are_used() {
         assert_eq!(recs[0]["state"], "removed");
         recs.pop().unwrap()
     };
-    assert!(
-        run(&[])
-            .get("archive")
-            .is_none_or(serde_json::Value::is_null)
+    let trusted = run(&[("LEASE_TRUSTED_REMOTE", "origin")]);
+    assert_eq!(
+        trusted["tombstone"]["evidence"]["durable"]["kind"], "remote",
+        "{trusted:#}"
     );
     let untrusted = run(&[("LEASE_TRUSTED_REMOTE", "nosuch")]);
-    assert!(
-        untrusted["archive"]["commits"].as_u64().unwrap() >= 1,
+    assert_eq!(
+        untrusted["tombstone"]["evidence"]["durable"]["kind"], "local",
         "{untrusted:#}"
     );
+    assert_eq!(untrusted["archive"]["commits"], 1, "{untrusted:#}");
 }
 
 /// A configured worktree root elsewhere gets its missing parents, and is

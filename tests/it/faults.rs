@@ -1358,6 +1358,31 @@ fn new_record(env: &TestEnv, f: impl FnOnce() -> Output) -> (Output, String) {
     (o, made.into_iter().next().unwrap())
 }
 
+/// A kept record on branch `branch` with one commit of its own, released,
+/// then retired with the fault point `point` armed (`LEASE_FI_CRASH`): the
+/// retire must die there (no exit status). Returns the record's id.
+fn kept_then_killed_retire(env: &TestEnv, repo: &Path, branch: &str, point: &str) -> String {
+    let commit = format!("echo {branch} > {branch} && git add {branch} && git commit -qm {branch}");
+    let (_, id) = new_record(env, || {
+        env.lease()
+            .current_dir(repo)
+            .args([
+                "exec", "--keep", "--branch", branch, "--", "sh", "-c", &commit,
+            ])
+            .output()
+            .unwrap()
+    });
+    assert_code(&env.lease().args(["release", &id]).output().unwrap(), 0);
+    let o = env
+        .lease()
+        .env("LEASE_FI_CRASH", point)
+        .args(["retire", &id])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), None, "killed: {}", stderr(&o));
+    id
+}
+
 #[test]
 fn the_reconciler_reports_what_killed_commands_left_and_removes_only_its_own() {
     let env = TestEnv::new();
@@ -1386,30 +1411,7 @@ fn the_reconciler_reports_what_killed_commands_left_and_removes_only_its_own() {
     assert_eq!(a_temp.len(), 1, "{a_temp:?}");
     // (b) a retire killed while git wrote the bundle: its temporary file
     // and the scratch repository it was built in.
-    let (_, b) = new_record(&env, || {
-        env.lease()
-            .current_dir(&repo)
-            .args([
-                "exec",
-                "--keep",
-                "--branch",
-                "b",
-                "--",
-                "sh",
-                "-c",
-                "echo b > b && git add b && git commit -qm b",
-            ])
-            .output()
-            .unwrap()
-    });
-    assert_code(&env.lease().args(["release", &b]).output().unwrap(), 0);
-    let o = env
-        .lease()
-        .env("LEASE_FI_CRASH", "archive-bundle-created")
-        .args(["retire", &b])
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), None, "killed: {}", stderr(&o));
+    let b = kept_then_killed_retire(&env, &repo, "b", "archive-bundle-created");
     let b_tmp = env.state.join("archives").join(&b).join(".1.bundle.tmp");
     assert!(b_tmp.is_file());
     let scratch: Vec<PathBuf> = fs::read_dir(env.state.join("scratch"))
@@ -1420,30 +1422,7 @@ fn the_reconciler_reports_what_killed_commands_left_and_removes_only_its_own() {
     assert_eq!(scratch.len(), 1, "{scratch:?}");
     // (c) a retire killed after the bundle was written, before the record
     // named it: a complete bundle no record names.
-    let (_, c) = new_record(&env, || {
-        env.lease()
-            .current_dir(&repo)
-            .args([
-                "exec",
-                "--keep",
-                "--branch",
-                "c",
-                "--",
-                "sh",
-                "-c",
-                "echo c > c && git add c && git commit -qm c",
-            ])
-            .output()
-            .unwrap()
-    });
-    assert_code(&env.lease().args(["release", &c]).output().unwrap(), 0);
-    let o = env
-        .lease()
-        .env("LEASE_FI_CRASH", "archive-written")
-        .args(["retire", &c])
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), None, "killed: {}", stderr(&o));
+    let c = kept_then_killed_retire(&env, &repo, "c", "archive-written");
     let c_bundle = env.state.join("archives").join(&c).join("1.bundle");
     assert!(c_bundle.is_file() && env.record_of(&c)["archive"].is_null());
     // Things that are not lease's leftovers, or not free: never removed.

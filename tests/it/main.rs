@@ -21,6 +21,7 @@ mod faults;
 mod filters;
 mod gitlock;
 mod hosts;
+mod hygiene;
 mod identity;
 mod intent;
 mod keeper;
@@ -29,14 +30,18 @@ mod logs;
 mod metrics;
 mod oracles;
 mod progress;
+mod provision;
 mod reader;
 mod reap;
 mod restore;
 mod retire;
 mod shim;
+mod slots;
 mod snapshots;
 mod suite;
+mod teardown;
 mod transport;
+mod until_free;
 mod world;
 
 /// Every `.rs` file in tests/it is declared above (jj's runner.rs check).

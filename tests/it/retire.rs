@@ -64,9 +64,12 @@ fn agent_commit_is_archived_restorable_and_the_worktree_removed() {
         !env.git(&repo, &["worktree", "list", "--porcelain"])
             .contains(wt.to_str().unwrap())
     );
-    // The branch is intact and still has the commit.
+    // The branch lease named itself went once its commit was archived
+    // (branch hygiene); the commit is the archive's tip.
     let branch = rec["branch"].as_str().unwrap();
-    let tip = env.git(&repo, &["rev-parse", branch]);
+    assert_eq!(rec["tombstone"]["branch"]["deleted"], true, "{rec:#}");
+    assert_eq!(rec["tombstone"]["branch"]["name"], branch);
+    let tip = rec["archive"]["tip"].as_str().unwrap().to_string();
     assert_eq!(
         env.git(&repo, &["log", "-1", "--format=%s", &tip]),
         "agent-work"

@@ -708,6 +708,16 @@ impl Snapshot {
         }
     }
 
+    /// Asserts the worktree and its admin directory are byte-identical to
+    /// this snapshot (a hold whose attempt also changed the record, such
+    /// as `teardown-failed`, checks the record itself).
+    #[track_caller]
+    pub(crate) fn assert_tree_and_admin_unchanged(&self, env: &TestEnv, repo: &Path) {
+        let after = Snapshot::take(env, repo, self.record["id"].as_str().unwrap());
+        assert_eq!(self.tree, after.tree, "the worktree changed");
+        assert_eq!(self.admin, after.admin, "the admin directory changed");
+    }
+
     /// Asserts a held retire changed nothing but one attempt and one audit line.
     #[track_caller]
     pub(crate) fn assert_held_unchanged(&self, env: &TestEnv, repo: &Path, reason: &str) {

@@ -193,7 +193,7 @@ fn pid_exists(pid: u32) -> bool {
 
 /// Bytes under `path`: its `st_size`, or for a directory the sum over the
 /// files below it (never following a symlink).
-fn bytes_of(path: &Path) -> u64 {
+pub(super) fn bytes_of(path: &Path) -> u64 {
     let Ok(m) = fs::symlink_metadata(path) else {
         return 0;
     };

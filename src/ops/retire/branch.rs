@@ -1,5 +1,9 @@
-//! `retire --delete-branch`: after a removal, delete the task branch only on
-//! proof (SPEC issue 5, "branch cleanup only after proof").
+//! `retire --delete-branch`, and branch hygiene: after a removal, delete the
+//! task branch only on proof (SPEC issue 5, "branch cleanup only after
+//! proof"). A branch lease named itself (`lease/<id prefix>`,
+//! [`plan::lease_named_branch`]) goes through the same proof without being
+//! asked (SPEC "Provisioned files, disk, and hygiene"); kept, it does not
+//! make the retire a hold.
 //!
 //! # Invariants
 //! - The branch is checked out in no worktree (`git worktree list
@@ -29,6 +33,7 @@ impl Engine {
         held: &Held,
         reach: &Reach,
         archive: Option<&Archive>,
+        automatic: bool,
     ) -> Result<Option<BranchCleanup>> {
         let Some(name) = held.rec.branch.clone() else {
             return Ok(None);
@@ -43,6 +48,7 @@ impl Engine {
                 deleted: false,
                 reason: None,
                 detail: "the branch no longer exists".into(),
+                automatic,
             }));
         };
         let kept = |h: Hold| BranchCleanup {
@@ -51,6 +57,7 @@ impl Engine {
             deleted: false,
             reason: Some(h.reason),
             detail: h.detail,
+            automatic,
         };
         let list = ops::worktree_list(rg, &repo)?;
         let checked_out: Vec<String> = git::parse::parse_worktrees(&list)
@@ -91,6 +98,7 @@ impl Engine {
                         deleted: true,
                         reason: None,
                         detail: format!("deleted `{full}` (was {tip})"),
+                        automatic,
                     }
                 } else {
                     kept(Hold::new(
