@@ -297,6 +297,9 @@ pub fn run() -> ExitCode {
     log::install(cli.verbose, cli.quiet, cli.log_format);
     QUIET.store(cli.quiet, std::sync::atomic::Ordering::Relaxed);
     let is_exec = matches!(cli.command, Cmd::Exec(_));
+    // The policy is resolved once, here, and handed to the command
+    // (`ops::Ctx`); `join` and `generate` read no config.
+    let mut ctx = crate::ops::Ctx::defaults();
     if !matches!(cli.command, Cmd::Join(_) | Cmd::Generate(_)) {
         let flags = flag_layer(&cli.command);
         let resolved = config::load_layers(cli.config.as_deref()).and_then(|mut l| {
@@ -304,7 +307,7 @@ pub fn run() -> ExitCode {
             crate::policy::resolve(&l)
         });
         match resolved {
-            Ok(p) => crate::policy::install(p),
+            Ok(p) => ctx = crate::ops::Ctx::new(p),
             Err(e) => {
                 print_error(&e);
                 let code = if is_exec {
@@ -331,23 +334,23 @@ pub fn run() -> ExitCode {
     let json = cli.command.json();
     let finish = |r: Result<u8>| finish(r, json);
     match cli.command {
-        Cmd::Exec(a) => exec::run(a),
-        Cmd::Create(a) => create::run(a, cli.config.clone()),
-        Cmd::Keeper(a) => create::keeper(a),
-        Cmd::Retire(a) => finish(retire::run(a)),
-        Cmd::List(a) => finish(list::run(a)),
-        Cmd::Show(a) => finish(show::run(a)),
-        Cmd::Hold(a) => finish(hold::run(a)),
-        Cmd::Release(a) => finish(release::run(a)),
-        Cmd::Reap(a) => finish(reap::run(a)),
-        Cmd::Adopt(a) => finish(adopt::run(a)),
-        Cmd::Repair(a) => finish(repair::run(a)),
-        Cmd::Join(a) => join::run(a),
-        Cmd::Restore(a) => finish(restore::run(a)),
-        Cmd::Archives(a) => finish(archives::run(a)),
+        Cmd::Exec(a) => exec::run(&ctx, a),
+        Cmd::Create(a) => create::run(&ctx, a, cli.config.clone()),
+        Cmd::Keeper(a) => create::keeper(&ctx, a),
+        Cmd::Retire(a) => finish(retire::run(&ctx, a)),
+        Cmd::List(a) => finish(list::run(&ctx, a)),
+        Cmd::Show(a) => finish(show::run(&ctx, a)),
+        Cmd::Hold(a) => finish(hold::run(&ctx, a)),
+        Cmd::Release(a) => finish(release::run(&ctx, a)),
+        Cmd::Reap(a) => finish(reap::run(&ctx, a)),
+        Cmd::Adopt(a) => finish(adopt::run(&ctx, a)),
+        Cmd::Repair(a) => finish(repair::run(&ctx, a)),
+        Cmd::Join(a) => join::run(&ctx, a),
+        Cmd::Restore(a) => finish(restore::run(&ctx, a)),
+        Cmd::Archives(a) => finish(archives::run(&ctx, a)),
         Cmd::Archive {
             action: archive::ArchiveCmd::Verify { id, json },
-        } => finish(archive::verify(&id, json)),
+        } => finish(archive::verify(&ctx, &id, json)),
         Cmd::Archive {
             action:
                 archive::ArchiveCmd::Drop {
@@ -355,15 +358,15 @@ pub fn run() -> ExitCode {
                     unreachable_ok,
                     json,
                 },
-        } => finish(archive::drop(&id, unreachable_ok, json)),
+        } => finish(archive::drop(&ctx, &id, unreachable_ok, json)),
         Cmd::Audit {
             action: audit::AuditCmd::Verify { json },
-        } => finish(audit::verify(json)),
-        Cmd::Config(a) => finish(config::run(a)),
-        Cmd::Doctor(a) => finish(doctor::run(a)),
-        Cmd::Metrics(a) => finish(metrics::run(a)),
+        } => finish(audit::verify(&ctx, json)),
+        Cmd::Config(a) => finish(config::run(&ctx, a)),
+        Cmd::Doctor(a) => finish(doctor::run(&ctx, a)),
+        Cmd::Metrics(a) => finish(metrics::run(&ctx, a)),
         Cmd::Generate(a) => finish(generate::run(a)),
-        Cmd::Hook(a) => hook::run(a, cli.config.clone()),
+        Cmd::Hook(a) => hook::run(&ctx, a, cli.config.clone()),
     }
 }
 
@@ -438,7 +441,9 @@ fn finish(r: Result<u8>, json: bool) -> ExitCode {
 pub(super) fn short_id(id: &str) -> &str {
     static WIDTH: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     let w = *WIDTH.get_or_init(|| {
-        let ids = crate::store::root::StateRoot::open_existing()
+        // The records directory does not depend on the policy.
+        let ids = crate::ops::Ctx::defaults()
+            .existing_root()
             .ok()
             .flatten()
             .and_then(|r| crate::store::registry::Registry::new(r).ids().ok())

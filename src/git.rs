@@ -192,17 +192,17 @@ impl Git {
     /// Resolves git once: the policy's `git` (config or `$LEASE_GIT`,
     /// absolute), else the first `git` on `PATH` that is not lease's own
     /// shim. Checks the version is at least [`MIN_GIT`].
-    pub fn resolve() -> Result<Git> {
+    pub fn resolve(policy: &crate::policy::Policy) -> Result<Git> {
         let git = Git {
-            bin: Git::resolve_bin()?,
+            bin: Git::resolve_bin(policy)?,
             version: Arc::new(OnceLock::new()),
         };
         git.check_version()?;
         Ok(git)
     }
 
-    fn resolve_bin() -> Result<PathBuf> {
-        let bin = match &crate::policy::current().git {
+    fn resolve_bin(policy: &crate::policy::Policy) -> Result<PathBuf> {
+        let bin = match &policy.git {
             Some(p) => p.value.clone(),
             None => find_on_path().ok_or_else(|| {
                 Error::refused(
@@ -217,8 +217,8 @@ impl Git {
     /// Like [`Git::resolve`], but checks the version only when a git is
     /// first run (or [`Git::version`] is asked), so a command that reads
     /// everything in process spawns nothing.
-    pub fn resolve_lazy() -> Result<Git> {
-        let git = Git::resolve_bin()?;
+    pub fn resolve_lazy(policy: &crate::policy::Policy) -> Result<Git> {
+        let git = Git::resolve_bin(policy)?;
         Ok(Git {
             bin: git,
             version: Arc::new(OnceLock::new()),
@@ -823,7 +823,7 @@ mod tests {
     /// the rules and still exit 0.
     #[test]
     fn probe_fails_on_a_warning_even_when_git_exits_zero() {
-        let git = Git::resolve().unwrap();
+        let git = Git::resolve(&crate::policy::defaults()).unwrap();
         let tmp = tempfile::tempdir().unwrap();
         let d = tmp.path();
         git.plain(d).args(["init", "-q"]).run().unwrap();
@@ -904,7 +904,7 @@ mod tests {
 
     #[test]
     fn a_git_error_names_the_command_without_lease_s_overrides() {
-        let git = Git::resolve().unwrap();
+        let git = Git::resolve(&crate::policy::defaults()).unwrap();
         let tmp = tempfile::tempdir().unwrap();
         let d = tmp.path();
         git.plain(d).args(["init", "-q"]).run().unwrap();
@@ -975,7 +975,7 @@ mod tests {
     /// run as git runs it: with the shell, the alternate's path appended.
     #[test]
     fn alternate_refs_command_lists_the_alternate_s_refs() {
-        let git = Git::resolve().unwrap();
+        let git = Git::resolve(&crate::policy::defaults()).unwrap();
         let tmp = tempfile::tempdir().unwrap();
         let d = tmp.path().join("odd 'dir");
         std::fs::create_dir(&d).unwrap();

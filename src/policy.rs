@@ -30,7 +30,6 @@
 //! never config, so lease behaves the same inside a leased command.
 
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -790,16 +789,10 @@ pub fn parse_file(path: &Path, text: &str) -> Result<Layer> {
     })
 }
 
-static CURRENT: OnceLock<Policy> = OnceLock::new();
-
-/// Installs the policy the CLI resolved; later calls are ignored.
-pub fn install(p: Policy) {
-    let _ = CURRENT.set(p);
-}
-
-/// The policy the CLI installed, else the built-in defaults.
-pub fn current() -> &'static Policy {
-    CURRENT.get_or_init(|| resolve(&[]).expect("the defaults resolve"))
+/// The built-in defaults: the policy with no config file, environment or
+/// flag (docs/config.md's "default" column).
+pub fn defaults() -> Policy {
+    resolve(&[]).expect("the defaults resolve")
 }
 
 #[cfg(test)]

@@ -18,13 +18,18 @@ pub(super) struct Args {
 }
 
 /// Runs `lease adopt`.
-pub(super) fn run(a: Args) -> Result<u8> {
-    adopt(&a.path, a.owner.as_deref(), a.json)
+pub(super) fn run(ctx: &crate::ops::Ctx, a: Args) -> Result<u8> {
+    adopt(ctx, &a.path, a.owner.as_deref(), a.json)
 }
 
-pub(super) fn adopt(path: &std::path::Path, owner: Option<&str>, json: bool) -> Result<u8> {
+pub(super) fn adopt(
+    ctx: &crate::ops::Ctx,
+    path: &std::path::Path,
+    owner: Option<&str>,
+    json: bool,
+) -> Result<u8> {
     let owner = owner.map(Owner::parse).transpose()?;
-    let r = crate::ops::launcher::adopt_only(path, owner)?;
+    let r = crate::ops::launcher::adopt_only(ctx, path, owner)?;
     if json {
         out_raw!(
             "{}",

@@ -32,8 +32,8 @@ pub(super) enum ArchiveCmd {
     },
 }
 
-pub(super) fn verify(id: &str, json: bool) -> Result<u8> {
-    let rec = crate::ops::restore::verify(&super::target::id_or_path(id)?)?;
+pub(super) fn verify(ctx: &crate::ops::Ctx, id: &str, json: bool) -> Result<u8> {
+    let rec = crate::ops::restore::verify(ctx, &super::target::id_or_path(ctx, id)?)?;
     let a = rec.archive.as_ref();
     if json {
         out_raw!(
@@ -55,8 +55,13 @@ pub(super) fn verify(id: &str, json: bool) -> Result<u8> {
     Ok(exit::OK)
 }
 
-pub(super) fn drop(id: &str, unreachable_ok: bool, json: bool) -> Result<u8> {
-    let r = crate::ops::restore::drop(&super::target::id_or_path(id)?, unreachable_ok)?;
+pub(super) fn drop(
+    ctx: &crate::ops::Ctx,
+    id: &str,
+    unreachable_ok: bool,
+    json: bool,
+) -> Result<u8> {
+    let r = crate::ops::restore::drop(ctx, &super::target::id_or_path(ctx, id)?, unreachable_ok)?;
     if json {
         out_raw!(
             "{}",

@@ -12,12 +12,12 @@ pub(super) struct Args {
 }
 
 /// Runs `lease archives`.
-pub(super) fn run(a: Args) -> Result<u8> {
-    archives(a.json)
+pub(super) fn run(ctx: &crate::ops::Ctx, a: Args) -> Result<u8> {
+    archives(ctx, a.json)
 }
 
-pub(super) fn archives(json: bool) -> Result<u8> {
-    let list = crate::ops::restore::archives()?;
+pub(super) fn archives(ctx: &crate::ops::Ctx, json: bool) -> Result<u8> {
+    let list = crate::ops::restore::archives(ctx)?;
     if json {
         out_raw!(
             "{}",

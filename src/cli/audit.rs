@@ -23,8 +23,8 @@ pub(super) enum AuditCmd {
 /// Walks the chain of `<state root>/audit.jsonl` ([`crate::store::audit::verify`]):
 /// exit 0 when it is intact (no state root or no log yet counts: nothing
 /// was written), 3 at the first break. Writes nothing.
-pub(super) fn verify(json: bool) -> Result<u8> {
-    let root = StateRoot::open_existing()?;
+pub(super) fn verify(ctx: &crate::ops::Ctx, json: bool) -> Result<u8> {
+    let root = ctx.existing_root()?;
     let path = match &root {
         Some(r) => r.audit_log(),
         None => StateRoot::locate()?.join("audit.jsonl"),

@@ -95,8 +95,8 @@ pub(super) struct Args {
 }
 
 /// Runs `lease config` (`--show` is the only action).
-pub(super) fn run(a: Args) -> Result<u8> {
-    show(a.json)
+pub(super) fn run(ctx: &crate::ops::Ctx, a: Args) -> Result<u8> {
+    show(ctx, a.json)
 }
 
 /// One row: key, value, source.
@@ -195,8 +195,8 @@ fn state_root() -> std::result::Result<(String, Source), String> {
     Ok((path.to_string_lossy().into_owned(), source))
 }
 
-pub(super) fn show(json: bool) -> Result<u8> {
-    let p = crate::policy::current();
+pub(super) fn show(ctx: &crate::ops::Ctx, json: bool) -> Result<u8> {
+    let p = &*ctx.policy;
     let rows = rows(p, state_root());
     if json {
         let settings: Vec<Value> = rows

@@ -6,14 +6,12 @@ use std::process::ExitCode;
 
 use super::{exit, print_error};
 use crate::error::{Error, Result};
-use crate::git::Git;
 use crate::model::record::Bound;
 use crate::model::record::Owner;
 use crate::model::report::{GitInfo, RetireReport};
 use crate::ops::create::CreateRequest;
 use crate::ops::retire::Engine;
 use crate::store::registry::Registry;
-use crate::store::root::StateRoot;
 
 /// The arguments of `lease create`.
 #[derive(Debug, clap::Args)]
@@ -63,7 +61,7 @@ pub(super) struct KeeperArgs {
 /// one JSON object with `--json`, printed only once the keeper holds the
 /// lease. On failure the reason goes to stderr, and with `--json` the
 /// error document of docs/record.md ("The --json contract") to stdout.
-pub(super) fn run(a: Args, config: Option<PathBuf>) -> ExitCode {
+pub(super) fn run(ctx: &crate::ops::Ctx, a: Args, config: Option<PathBuf>) -> ExitCode {
     let Args {
         repo,
         branch,
@@ -78,14 +76,17 @@ pub(super) fn run(a: Args, config: Option<PathBuf>) -> ExitCode {
         .transpose()
         .map_err(crate::error::Error::from)
         .and_then(|owner| {
-            crate::ops::create::create(CreateRequest {
-                repo,
-                branch,
-                base,
-                owner,
-                bind_pid,
-                config,
-            })
+            crate::ops::create::create(
+                ctx,
+                CreateRequest {
+                    repo,
+                    branch,
+                    base,
+                    owner,
+                    bind_pid,
+                    config,
+                },
+            )
         });
     match made {
         Ok(c) if json => {
@@ -114,7 +115,7 @@ pub(super) fn run(a: Args, config: Option<PathBuf>) -> ExitCode {
 
 /// The hidden `lease keeper`: runs until the bound process exits. Its
 /// stdout and stderr are `/dev/null`; the exit code is for tests.
-pub(super) fn keeper(a: KeeperArgs) -> ExitCode {
+pub(super) fn keeper(ctx: &crate::ops::Ctx, a: KeeperArgs) -> ExitCode {
     let args = crate::ops::keeper::KeeperArgs {
         id: a.id,
         bound: Bound {
@@ -124,7 +125,7 @@ pub(super) fn keeper(a: KeeperArgs) -> ExitCode {
         creator: a.creator,
         ready_fd: a.ready_fd,
     };
-    match crate::ops::keeper::keep(&args) {
+    match crate::ops::keeper::keep(ctx, &args) {
         Ok(()) => ExitCode::from(exit::OK),
         Err(e) => {
             print_error(&e);
@@ -136,6 +137,7 @@ pub(super) fn keeper(a: KeeperArgs) -> ExitCode {
 /// `lease retire --when-free ID|PATH ...`: per target, removed (0), held
 /// (1) or pending (0); the worst wins.
 pub(super) fn when_free(
+    ctx: &crate::ops::Ctx,
     targets: &[String],
     opts: crate::ops::intent::WhenFree,
     json: bool,
@@ -145,8 +147,8 @@ pub(super) fn when_free(
             "name a record id or worktree path for --when-free".into(),
         ));
     }
-    let reg = Registry::new(StateRoot::open_or_create()?);
-    let git = Git::resolve()?;
+    let reg = Registry::new(ctx.open_root()?);
+    let git = ctx.git()?;
     let info = GitInfo {
         path: git.path().to_string_lossy().into_owned(),
         version: git.version().to_string(),

@@ -48,11 +48,11 @@ fn check(check: &'static str, status: Status, detail: String, next: Option<Strin
 }
 
 /// Runs `lease doctor`: exit 0 unless a check fails (3).
-pub(super) fn run(a: Args) -> Result<u8> {
+pub(super) fn run(ctx: &crate::ops::Ctx, a: Args) -> Result<u8> {
     let mut checks = Vec::new();
-    let git = check_git(&mut checks);
-    check_state_root(&mut checks);
-    check_repo(&mut checks, git.as_ref());
+    let git = check_git(ctx, &mut checks);
+    check_state_root(ctx, &mut checks);
+    check_repo(ctx, &mut checks, git.as_ref());
     check_path(&mut checks);
     let code = if checks.iter().any(|c| c.status == Status::Fail) {
         exit::FAILED
@@ -83,8 +83,8 @@ pub(super) fn run(a: Args) -> Result<u8> {
 
 /// git: found (config `git`, `$LEASE_GIT`, else `PATH` without lease's
 /// shim), and at least [`crate::git::MIN_GIT`].
-fn check_git(out: &mut Vec<Check>) -> Option<Git> {
-    match Git::resolve() {
+fn check_git(ctx: &crate::ops::Ctx, out: &mut Vec<Check>) -> Option<Git> {
+    match ctx.git() {
         Ok(g) => {
             out.push(check(
                 "git",
@@ -113,7 +113,7 @@ fn check_git(out: &mut Vec<Check>) -> Option<Git> {
 /// The state root: where, whether it is private and local, and whether
 /// flock works there (a shared, non-blocking flock on the directory
 /// itself, closed at once: nothing else is touched).
-fn check_state_root(out: &mut Vec<Check>) {
+fn check_state_root(ctx: &crate::ops::Ctx, out: &mut Vec<Check>) {
     let path = match StateRoot::locate() {
         Ok(p) => p,
         Err(e) => {
@@ -127,7 +127,7 @@ fn check_state_root(out: &mut Vec<Check>) {
         }
     };
     let shown = path.display().to_string();
-    match StateRoot::open_existing() {
+    match ctx.existing_root() {
         Ok(Some(_)) => out.push(check(
             "state root",
             Status::Ok,
@@ -174,7 +174,7 @@ fn check_state_root(out: &mut Vec<Check>) {
 }
 
 /// The repository of the current directory, if any, and its trusted remote.
-fn check_repo(out: &mut Vec<Check>, git: Option<&Git>) {
+fn check_repo(ctx: &crate::ops::Ctx, out: &mut Vec<Check>, git: Option<&Git>) {
     let Some(git) = git else { return };
     let Ok(cwd) = std::env::current_dir() else {
         return;
@@ -194,10 +194,7 @@ fn check_repo(out: &mut Vec<Check>, git: Option<&Git>) {
             return;
         }
     };
-    let configured = crate::policy::current()
-        .trusted_remote
-        .as_ref()
-        .map(|s| s.value.clone());
+    let configured = ctx.policy.trusted_remote.as_ref().map(|s| s.value.clone());
     let remote = git
         .repo(&common)
         .and_then(|rg| crate::git::refs::trusted_remote(&rg, &common, configured.as_deref(), None));

@@ -53,7 +53,7 @@ pub(super) struct Args {
 }
 
 /// Runs `lease exec`: the command's exit status (or 125 when lease failed first).
-pub(super) fn run(a: Args) -> ExitCode {
+pub(super) fn run(ctx: &crate::ops::Ctx, a: Args) -> ExitCode {
     let Args {
         repo,
         branch,
@@ -83,7 +83,7 @@ pub(super) fn run(a: Args) -> ExitCode {
             command,
         })
     })();
-    exec(req, json)
+    exec(ctx, req, json)
 }
 
 /// The flags of `exec` that feed config.
@@ -100,8 +100,8 @@ pub(super) fn flag_layer(a: &Args) -> crate::policy::Layer {
 /// prefixed `lease:`, or with `--json` one JSON object per line, each with
 /// a `lease` key saying what it is (`error`, `note`, `retire`; see
 /// docs/record.md "exec and join"), so stdout stays the command's.
-pub(super) fn exec(req: Result<ExecRequest>, json: bool) -> ExitCode {
-    let result = req.and_then(crate::ops::launcher::exec);
+pub(super) fn exec(ctx: &crate::ops::Ctx, req: Result<ExecRequest>, json: bool) -> ExitCode {
+    let result = req.and_then(|r| crate::ops::launcher::exec(ctx, r));
     let res = match result {
         Ok(r) => r,
         Err(e) => {

@@ -19,7 +19,12 @@ pub(super) fn run(args: &[OsString]) -> Option<ExitCode> {
         [_, verb, dashes, command @ ..]
             if verb == "join" && dashes == "--" && !command.is_empty() =>
         {
-            Some(super::join::join(command.to_vec(), false))
+            // `join` reads no config: the built-in policy, as on the slow path.
+            Some(super::join::join(
+                &crate::ops::Ctx::defaults(),
+                command.to_vec(),
+                false,
+            ))
         }
         [_, verb, flag, path, dashes, command @ ..]
             if verb == "exec"
@@ -45,13 +50,13 @@ fn adopt(path: std::path::PathBuf, command: Vec<OsString>) -> ExitCode {
         ));
         crate::policy::resolve(&l)
     });
-    match resolved {
-        Ok(p) => crate::policy::install(p),
+    let ctx = match resolved {
+        Ok(p) => crate::ops::Ctx::new(p),
         Err(e) => {
             super::print_error(&e);
             return ExitCode::from(super::exit::EXEC_FAILED);
         }
-    }
+    };
     let req = crate::ops::launcher::ExecRequest {
         repo: None,
         branch: None,
@@ -63,7 +68,7 @@ fn adopt(path: std::path::PathBuf, command: Vec<OsString>) -> ExitCode {
         reap_if_low: false,
         command,
     };
-    super::exec::exec(Ok(req), false)
+    super::exec::exec(&ctx, Ok(req), false)
 }
 
 #[cfg(test)]

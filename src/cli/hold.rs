@@ -4,7 +4,6 @@ use super::exit;
 use crate::error::{Error, Result};
 use crate::model::record::Owner;
 use crate::store::registry::Registry;
-use crate::store::root::StateRoot;
 
 /// The arguments of `lease hold`.
 #[derive(Debug, clap::Args)]
@@ -26,8 +25,9 @@ pub(super) struct Args {
 }
 
 /// Runs `lease hold`.
-pub(super) fn run(a: Args) -> Result<u8> {
+pub(super) fn run(ctx: &crate::ops::Ctx, a: Args) -> Result<u8> {
     hold(
+        ctx,
         &a.id,
         a.reason,
         a.owner.as_deref(),
@@ -38,21 +38,22 @@ pub(super) fn run(a: Args) -> Result<u8> {
 
 /// Opens the state root for a command that changes one existing record:
 /// a usage error (nothing created) when there is none yet.
-pub(super) fn root_for_record(id: &str) -> Result<Registry> {
-    if StateRoot::open_existing()?.is_none() {
+pub(super) fn root_for_record(ctx: &crate::ops::Ctx, id: &str) -> Result<Registry> {
+    if ctx.existing_root()?.is_none() {
         return Err(Error::Usage(format!("no record matches `{id}`")));
     }
-    Ok(Registry::new(StateRoot::open_or_create()?))
+    Ok(Registry::new(ctx.open_root()?))
 }
 
 pub(super) fn hold(
+    ctx: &crate::ops::Ctx,
     id: &str,
     reason: String,
     owner: Option<&str>,
     until: Option<&str>,
     json: bool,
 ) -> Result<u8> {
-    let reg = root_for_record(id)?;
+    let reg = root_for_record(ctx, id)?;
     let id = super::target::resolve_id(&reg, id)?;
     let req = crate::ops::hold::HoldRequest {
         id: id.clone(),

@@ -30,14 +30,12 @@ use serde_json::{Map, Value};
 
 use super::exit;
 use crate::error::Error;
-use crate::git::Git;
 use crate::model::record::Owner;
 use crate::model::report::TargetReport;
 use crate::ops::create::CreateRequest;
 use crate::ops::hook::{BindFrom, HookEnv, bound_process, observe};
 use crate::ops::retire::Engine;
 use crate::store::registry::Registry;
-use crate::store::root::StateRoot;
 
 /// The arguments of `lease hook`.
 #[derive(Debug, clap::Args)]
@@ -101,11 +99,11 @@ pub(super) struct CreatePayload {
 
 /// Runs one hook and returns its exit code. `config` is the global
 /// `--config FILE`, handed on to the keeper as `lease create` does.
-pub(super) fn run(a: Args, config: Option<PathBuf>) -> ExitCode {
+pub(super) fn run(ctx: &crate::ops::Ctx, a: Args, config: Option<PathBuf>) -> ExitCode {
     let HookCmd::ClaudeCode { event } = a.host;
     let (what, result) = match event {
-        ClaudeEvent::WorktreeCreate => ("worktree-create", create(config)),
-        ClaudeEvent::WorktreeRemove => ("worktree-remove", remove()),
+        ClaudeEvent::WorktreeCreate => ("worktree-create", create(ctx, config)),
+        ClaudeEvent::WorktreeRemove => ("worktree-remove", remove(ctx)),
     };
     match result {
         Ok(code) => ExitCode::from(code),
@@ -134,7 +132,7 @@ impl From<Error> for Failure {
     }
 }
 
-fn create(config: Option<PathBuf>) -> Result<u8, Failure> {
+fn create(ctx: &crate::ops::Ctx, config: Option<PathBuf>) -> Result<u8, Failure> {
     let p = parse_create(&read_payload()?).map_err(malformed)?;
     let bound = bound_process(&HookEnv::from_env(), &observe())
         .map_err(|e| Failure::Said(exit::USAGE, e.0))?;
@@ -156,16 +154,20 @@ fn create(config: Option<PathBuf>) -> Result<u8, Failure> {
         session = p.session_id.as_deref().unwrap_or(""),
         "binding the worktree to the Claude Code process"
     );
-    let made = crate::ops::create::create(CreateRequest {
-        repo: Some(repo),
-        branch: None,
-        base: p.base,
-        owner: Some(
-            Owner::parse(&format!("claude-code:{}", p.name)).map_err(crate::error::Error::from)?,
-        ),
-        bind_pid: bound.pid,
-        config,
-    })?;
+    let made = crate::ops::create::create(
+        ctx,
+        CreateRequest {
+            repo: Some(repo),
+            branch: None,
+            base: p.base,
+            owner: Some(
+                Owner::parse(&format!("claude-code:{}", p.name))
+                    .map_err(crate::error::Error::from)?,
+            ),
+            bind_pid: bound.pid,
+            config,
+        },
+    )?;
     // Claude Code refuses a path with `.` or `..` segments; lease's is
     // canonical, and this says so before a host would.
     if !is_normal_absolute(&made.path) {
@@ -181,7 +183,7 @@ fn create(config: Option<PathBuf>) -> Result<u8, Failure> {
     Ok(exit::OK)
 }
 
-fn remove() -> Result<u8, Failure> {
+fn remove(ctx: &crate::ops::Ctx) -> Result<u8, Failure> {
     let path = parse_remove(&read_payload()?).map_err(malformed)?;
     // Claude Code runs the hook in the session's directory, which may be
     // the tree itself: leave it, so that nothing this process starts (git)
@@ -189,8 +191,8 @@ fn remove() -> Result<u8, Failure> {
     std::env::set_current_dir("/")
         .map_err(|e| Failure::Said(exit::FAILED, format!("cannot change to `/`: {e}")))?;
     let target = path.to_string_lossy().into_owned();
-    let reg = Registry::new(StateRoot::open_or_create()?);
-    let git = Git::resolve()?;
+    let reg = Registry::new(ctx.open_root()?);
+    let git = ctx.git()?;
     let resolver = Engine::new(reg.clone(), git.clone(), true);
     let report = match super::target::resolve_target(&resolver, &target)? {
         Ok(id) => crate::ops::intent::retire_when_free(

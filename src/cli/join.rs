@@ -16,15 +16,15 @@ pub(super) struct Args {
 }
 
 /// Runs `lease join`.
-pub(super) fn run(a: Args) -> ExitCode {
-    join(a.command, a.json)
+pub(super) fn run(ctx: &crate::ops::Ctx, a: Args) -> ExitCode {
+    join(ctx, a.command, a.json)
 }
 
 /// Runs `lease join`: on success this process becomes the command and never
 /// returns here.
-pub(super) fn join(command: Vec<OsString>, json: bool) -> ExitCode {
+pub(super) fn join(ctx: &crate::ops::Ctx, command: Vec<OsString>, json: bool) -> ExitCode {
     use crate::ops::launcher::join::{Ticket, join};
-    let joined = match Ticket::from_env().and_then(|t| join(&t, command)) {
+    let joined = match Ticket::from_env().and_then(|t| join(ctx, &t, command)) {
         Ok(j) => j,
         Err(e) => {
             super::exec::report_error(&e, json);

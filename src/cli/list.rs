@@ -4,7 +4,6 @@ use super::exit;
 use crate::error::Result;
 use crate::model::record::{Record, State};
 use crate::store::registry::{Loaded, Registry};
-use crate::store::root::StateRoot;
 
 /// The arguments of `lease list`.
 #[derive(Debug, clap::Args)]
@@ -63,8 +62,8 @@ impl StateArg {
 }
 
 /// Runs `lease list`.
-pub(super) fn run(a: Args) -> Result<u8> {
-    list(&a)
+pub(super) fn run(ctx: &crate::ops::Ctx, a: Args) -> Result<u8> {
+    list(ctx, &a)
 }
 
 /// A record as JSON with its current `holders` (pids, from `holders`, a
@@ -230,10 +229,10 @@ fn size_of(r: &Record) -> Option<u64> {
     r.tombstone.as_ref().map(|t| t.bytes_reclaimed)
 }
 
-pub(super) fn list(a: &Args) -> Result<u8> {
+pub(super) fn list(ctx: &crate::ops::Ctx, a: &Args) -> Result<u8> {
     let json = a.json;
     let filter = Filter::of(a);
-    let Some(root) = StateRoot::open_existing()? else {
+    let Some(root) = ctx.existing_root()? else {
         if json {
             out_raw!("[]");
         } else {

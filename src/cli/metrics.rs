@@ -5,7 +5,6 @@ use std::path::Path;
 use super::exit;
 use crate::error::{Error, Result};
 use crate::store::registry::Registry;
-use crate::store::root::StateRoot;
 
 /// The arguments of `lease metrics`.
 #[derive(Debug, clap::Args)]
@@ -19,14 +18,14 @@ pub(super) struct Args {
 }
 
 /// Runs `lease metrics`.
-pub(super) fn run(a: Args) -> Result<u8> {
-    metrics(a.out.as_deref(), a.json)
+pub(super) fn run(ctx: &crate::ops::Ctx, a: Args) -> Result<u8> {
+    metrics(ctx, a.out.as_deref(), a.json)
 }
 
 /// Prints the metrics, or writes them to `out` atomically with mode 0644 so
 /// node_exporter (often another user) can read them. Creates no state root.
-pub(super) fn metrics(out: Option<&Path>, json: bool) -> Result<u8> {
-    let snapshot = match StateRoot::open_existing()? {
+pub(super) fn metrics(ctx: &crate::ops::Ctx, out: Option<&Path>, json: bool) -> Result<u8> {
+    let snapshot = match ctx.existing_root()? {
         Some(root) => crate::ops::metrics::gather(&Registry::new(root))?,
         None => crate::ops::metrics::empty(),
     };

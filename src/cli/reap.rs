@@ -2,8 +2,6 @@
 
 use super::exit;
 use crate::error::Result;
-use crate::git::Git;
-use crate::store::root::StateRoot;
 
 /// The arguments of `lease reap`.
 #[derive(Debug, clap::Args)]
@@ -26,8 +24,8 @@ pub(super) struct Args {
 }
 
 /// Runs `lease reap` (the archive mode reaches it through the policy).
-pub(super) fn run(a: Args) -> Result<u8> {
-    reap(a.apply, a.until_free, a.json)
+pub(super) fn run(ctx: &crate::ops::Ctx, a: Args) -> Result<u8> {
+    reap(ctx, a.apply, a.until_free, a.json)
 }
 
 /// The flags of `reap` that feed config.
@@ -38,13 +36,18 @@ pub(super) fn flag_layer(a: &Args) -> crate::policy::Layer {
     }
 }
 
-pub(super) fn reap(apply: bool, until_free: Option<u64>, json: bool) -> Result<u8> {
+pub(super) fn reap(
+    ctx: &crate::ops::Ctx,
+    apply: bool,
+    until_free: Option<u64>,
+    json: bool,
+) -> Result<u8> {
     use crate::ops::reap::ReapReport;
-    let git = Git::resolve()?;
+    let git = ctx.git()?;
     let root = if apply {
-        Some(StateRoot::open_or_create()?)
+        Some(ctx.open_root()?)
     } else {
-        StateRoot::open_existing()?
+        ctx.existing_root()?
     };
     let report = match &root {
         None => ReapReport::empty(true, &git),

@@ -15,12 +15,12 @@ pub(super) struct Args {
 }
 
 /// Runs `lease release`.
-pub(super) fn run(a: Args) -> Result<u8> {
-    release(&a.id, a.json)
+pub(super) fn run(ctx: &crate::ops::Ctx, a: Args) -> Result<u8> {
+    release(ctx, &a.id, a.json)
 }
 
-pub(super) fn release(id: &str, json: bool) -> Result<u8> {
-    let reg = root_for_record(id)?;
+pub(super) fn release(ctx: &crate::ops::Ctx, id: &str, json: bool) -> Result<u8> {
+    let reg = root_for_record(ctx, id)?;
     let id = super::target::resolve_id(&reg, id)?;
     let r = crate::ops::hold::release(&reg, &id)?;
     print_hold(&r, json);

@@ -2,10 +2,8 @@
 
 use super::exit;
 use crate::error::Result;
-use crate::git::Git;
 use crate::model::reason::Disposition;
 use crate::store::registry::Registry;
-use crate::store::root::StateRoot;
 use std::path::Path;
 
 /// The arguments of `lease repair`.
@@ -22,17 +20,17 @@ pub(super) struct Args {
 }
 
 /// Runs `lease repair`.
-pub(super) fn run(a: Args) -> Result<u8> {
-    repair(&a.path, a.dry_run, a.json)
+pub(super) fn run(ctx: &crate::ops::Ctx, a: Args) -> Result<u8> {
+    repair(ctx, &a.path, a.dry_run, a.json)
 }
 
-pub(super) fn repair(path: &Path, dry_run: bool, json: bool) -> Result<u8> {
-    let git = Git::resolve()?;
+pub(super) fn repair(ctx: &crate::ops::Ctx, path: &Path, dry_run: bool, json: bool) -> Result<u8> {
+    let git = ctx.git()?;
     let reg = if dry_run {
-        StateRoot::open_existing()?.map(Registry::new)
+        ctx.existing_root()?.map(Registry::new)
     } else {
-        match StateRoot::open_existing()? {
-            Some(_) => Some(Registry::new(StateRoot::open_or_create()?)),
+        match ctx.existing_root()? {
+            Some(_) => Some(Registry::new(ctx.open_root()?)),
             None => None,
         }
     };

@@ -25,23 +25,27 @@ pub(super) struct Args {
 }
 
 /// Runs `lease restore`.
-pub(super) fn run(a: Args) -> Result<u8> {
-    restore(a.id, a.to, a.branch, a.again, a.json)
+pub(super) fn run(ctx: &crate::ops::Ctx, a: Args) -> Result<u8> {
+    restore(ctx, a.id, a.to, a.branch, a.again, a.json)
 }
 
 pub(super) fn restore(
+    ctx: &crate::ops::Ctx,
     id: String,
     to: Option<PathBuf>,
     branch: Option<String>,
     again: bool,
     json: bool,
 ) -> Result<u8> {
-    let r = crate::ops::restore::restore(&RestoreRequest {
-        id: super::target::id_or_path(&id)?,
-        to,
-        branch,
-        again,
-    })?;
+    let r = crate::ops::restore::restore(
+        ctx,
+        &RestoreRequest {
+            id: super::target::id_or_path(ctx, &id)?,
+            to,
+            branch,
+            again,
+        },
+    )?;
     if json {
         out_raw!(
             "{}",

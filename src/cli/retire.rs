@@ -9,7 +9,6 @@ use crate::model::record::State;
 use crate::model::report::{GitInfo, RetireReport, TargetReport};
 use crate::ops::retire::Engine;
 use crate::store::registry::{Loaded, Registry};
-use crate::store::root::StateRoot;
 
 /// The arguments of `lease retire`.
 #[derive(Debug, clap::Args)]
@@ -43,7 +42,7 @@ pub(super) struct Args {
 }
 
 /// Runs `lease retire`.
-pub(super) fn run(a: Args) -> Result<u8> {
+pub(super) fn run(ctx: &crate::ops::Ctx, a: Args) -> Result<u8> {
     let Args {
         targets,
         all,
@@ -59,7 +58,7 @@ pub(super) fn run(a: Args) -> Result<u8> {
             delete_branch,
             fetch,
         };
-        return super::create::when_free(&targets, opts, json);
+        return super::create::when_free(ctx, &targets, opts, json);
     }
     // The archive mode comes from the policy, which joined `--archive`.
     let engine = |reg, git| {
@@ -67,7 +66,7 @@ pub(super) fn run(a: Args) -> Result<u8> {
             .with_delete_branch(delete_branch)
             .with_fetch(fetch)
     };
-    retire(&targets, all, dry_run, engine, json)
+    retire(ctx, &targets, all, dry_run, engine, json)
 }
 
 /// The flags of `retire` that feed config.
@@ -80,6 +79,7 @@ pub(super) fn flag_layer(a: &Args) -> crate::policy::Layer {
 }
 
 pub(super) fn retire(
+    ctx: &crate::ops::Ctx,
     targets: &[String],
     all: bool,
     dry_run: bool,
@@ -95,7 +95,7 @@ pub(super) fn retire(
         return Err(Error::Usage("--all takes no targets".into()));
     }
     let root = if dry_run {
-        match StateRoot::open_existing()? {
+        match ctx.existing_root()? {
             Some(r) => r,
             None => {
                 return Err(Error::Usage(
@@ -104,10 +104,10 @@ pub(super) fn retire(
             }
         }
     } else {
-        StateRoot::open_or_create()?
+        ctx.open_root()?
     };
     let reg = Registry::new(root);
-    let git = Git::resolve()?;
+    let git = ctx.git()?;
     let info = GitInfo {
         path: git.path().to_string_lossy().into_owned(),
         version: git.version().to_string(),

@@ -5,7 +5,6 @@ use super::list::{SeenLeases, locked_word, record_json};
 use crate::error::{Error, Result};
 use crate::model::record::State;
 use crate::store::registry::Registry;
-use crate::store::root::StateRoot;
 
 /// The arguments of `lease show`.
 #[derive(Debug, clap::Args)]
@@ -18,12 +17,12 @@ pub(super) struct Args {
 }
 
 /// Runs `lease show`.
-pub(super) fn run(a: Args) -> Result<u8> {
-    show(&a.id, a.json)
+pub(super) fn run(ctx: &crate::ops::Ctx, a: Args) -> Result<u8> {
+    show(ctx, &a.id, a.json)
 }
 
-pub(super) fn show(id: &str, json: bool) -> Result<u8> {
-    let Some(root) = StateRoot::open_existing()? else {
+pub(super) fn show(ctx: &crate::ops::Ctx, id: &str, json: bool) -> Result<u8> {
+    let Some(root) = ctx.existing_root()? else {
         return Err(Error::Usage(format!("no record matches `{id}`")));
     };
     let reg = Registry::new(root);

@@ -165,12 +165,12 @@ pub(super) fn resolve_id(reg: &Registry, t: &str) -> Result<String> {
 /// Resolves `t` for a command whose library call resolves ids itself
 /// (restore, archive): an id or prefix is passed on as it is, a path is
 /// resolved to its record's full id here (a removed worktree's path too).
-pub(super) fn id_or_path(t: &str) -> Result<String> {
+pub(super) fn id_or_path(ctx: &crate::ops::Ctx, t: &str) -> Result<String> {
     if looks_like_id(t) {
         remember(Some(t), None);
         return Ok(t.to_string());
     }
-    let Some(root) = crate::store::root::StateRoot::open_existing()? else {
+    let Some(root) = ctx.existing_root()? else {
         return Err(Error::Usage(format!("no record matches `{t}`")));
     };
     resolve_id(&Registry::new(root), t)

@@ -774,7 +774,7 @@ mod tests {
 
     #[test]
     fn lock_and_unlock_write_and_remove_git_s_locked_file() {
-        let git = crate::git::Git::resolve().unwrap();
+        let git = crate::git::Git::resolve(&crate::policy::defaults()).unwrap();
         let t = tempfile::tempdir().unwrap();
         let repo = t.path().join("r");
         std::fs::create_dir(&repo).unwrap();

@@ -84,12 +84,12 @@ pub struct Created {
 /// this process itself, and everything `lease exec` refuses before its
 /// command runs (a held refusal is exit 1); exit 3 when the keeper could
 /// not start.
-pub fn create(req: CreateRequest) -> Result<Created> {
+pub fn create(ctx: &crate::ops::Ctx, req: CreateRequest) -> Result<Created> {
     let bound = bound_of(req.bind_pid)?;
-    crate::ops::launcher::check_root_not_temp()?;
-    let root = crate::store::root::StateRoot::open_or_create()?;
+    crate::ops::launcher::check_root_not_temp(&ctx.policy)?;
+    let root = ctx.open_root()?;
     let reg = Registry::new(root);
-    let git = Git::resolve_lazy()?;
+    let git = ctx.git_lazy()?;
     let session = crate::ops::launcher::own_session()?;
     let exec_req = ExecRequest {
         repo: req.repo.clone(),

@@ -133,7 +133,7 @@ pub fn hold(reg: &Registry, req: &HoldRequest) -> Result<HoldReport> {
     }
     let owner = match &req.owner {
         Some(o) => o.clone(),
-        None => crate::policy::current().default_owner(crate::ops::caller_name),
+        None => reg.root().policy().default_owner(crate::ops::caller_name),
     };
     let id = reg.resolve(&req.id)?;
     let _shared = lock_out_retire(reg, &id)?;

@@ -71,14 +71,14 @@ struct Holding {
 /// Runs a keeper to its end. Errors before readiness go over the pipe to
 /// `lease create` (and in the returned error); later ones only in the
 /// record and the audit log, if they can be written.
-pub fn keep(a: &KeeperArgs) -> Result<()> {
+pub fn keep(ctx: &crate::ops::Ctx, a: &KeeperArgs) -> Result<()> {
     let mut ready = process::take_inherited(a.ready_fd).map_err(|e| {
         Error::Usage(format!(
             "`lease keeper` is started by `lease create`; descriptor {} is not its readiness pipe: {e}",
             a.ready_fd
         ))
     })?;
-    let held = match hold(a) {
+    let held = match hold(ctx, a) {
         Ok(h) => h,
         Err(e) => {
             let code = e
@@ -97,7 +97,7 @@ pub fn keep(a: &KeeperArgs) -> Result<()> {
 }
 
 /// Takes the pidfd, the lease and the top directory, then the session.
-fn hold(a: &KeeperArgs) -> Result<Holding> {
+fn hold(ctx: &crate::ops::Ctx, a: &KeeperArgs) -> Result<Holding> {
     let pid = a.bound.pid;
     let gone = || {
         Error::Usage(format!(
@@ -110,7 +110,7 @@ fn hold(a: &KeeperArgs) -> Result<Holding> {
     if !process::is_alive(pid, a.bound.start_time) {
         return Err(gone());
     }
-    let Some(root) = crate::store::root::StateRoot::open_existing()? else {
+    let Some(root) = ctx.existing_root()? else {
         return Err(Error::Usage("the state root is gone".into()));
     };
     let reg = Registry::new(root);
@@ -225,7 +225,7 @@ fn wait_and_end(a: &KeeperArgs, h: Holding) -> Result<()> {
     } = h;
     drop(pidfd);
     let rec = reg.get(&a.id)?;
-    let git = Git::resolve_lazy()?;
+    let git = Git::resolve_lazy(reg.root().policy())?;
     let head = rec.worktree.as_ref().and_then(|w| {
         crate::ops::launcher::head_of(&git, std::path::Path::new(&rec.repo), &w.path())
     });

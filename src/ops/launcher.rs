@@ -136,11 +136,11 @@ pub(crate) struct Prepared {
 
 /// Refuses, before anything is created, a worktree root that OS cleaners
 /// sweep by age (`/tmp`, `/var/tmp`, `$TMPDIR`) unless config allows it.
-pub(crate) fn check_root_not_temp() -> Result<()> {
+pub(crate) fn check_root_not_temp(policy: &crate::policy::Policy) -> Result<()> {
     let state = crate::store::root::StateRoot::locate()?;
     crate::store::root::check_not_temp(
-        &crate::store::root::worktree_root_of(&state),
-        crate::policy::current().allow_temp_worktree_root.value,
+        &crate::store::root::worktree_root_of(&state, policy),
+        policy.allow_temp_worktree_root.value,
     )
 }
 
@@ -161,17 +161,17 @@ pub(crate) fn own_session() -> Result<Session> {
 }
 
 /// Runs `lease exec`. `Err` means lease failed before the command ran (exit 125).
-pub fn exec(req: ExecRequest) -> Result<ExecResult> {
+pub fn exec(ctx: &crate::ops::Ctx, req: ExecRequest) -> Result<ExecResult> {
     if req.command.is_empty() {
         return Err(Error::Usage("no command given after `--`".into()));
     }
     if req.resume.is_none() && req.adopt.is_none() {
         // Before anything is created: a worktree root that OS cleaners sweep.
-        check_root_not_temp()?;
+        check_root_not_temp(&ctx.policy)?;
     }
-    let root = crate::store::root::StateRoot::open_or_create()?;
+    let root = ctx.open_root()?;
     let reg = Registry::new(root);
-    let git = Git::resolve_lazy()?;
+    let git = ctx.git_lazy()?;
     let session = own_session()?;
     let prepared = match (&req.resume, &req.adopt) {
         (Some(id), _) => resume(&reg, id, session)?,
@@ -207,11 +207,11 @@ pub struct AdoptReport {
 /// terminal`, one session that ends at once), so `lease retire` can take it
 /// through the gates. A worktree that already has a record is a usage
 /// error naming it.
-pub fn adopt_only(path: &Path, owner: Option<Owner>) -> Result<AdoptReport> {
+pub fn adopt_only(ctx: &crate::ops::Ctx, path: &Path, owner: Option<Owner>) -> Result<AdoptReport> {
     crate::store::root::refuse_newline("worktree", path)?;
-    let root = crate::store::root::StateRoot::open_or_create()?;
+    let root = ctx.open_root()?;
     let reg = Registry::new(root);
-    let git = Git::resolve()?;
+    let git = ctx.git()?;
     let wt = fs::canonicalize(path)
         .map_err(|e| Error::Usage(format!("cannot adopt `{}`: {e}", path.display())))?;
     let loaded = reg.scan()?;
@@ -301,11 +301,11 @@ fn common_dir(git: &Git, dir: &Path) -> Result<PathBuf> {
     fs::canonicalize(&p).at(&p)
 }
 
-fn owner_of(req: &ExecRequest) -> Result<Owner> {
+fn owner_of(policy: &crate::policy::Policy, req: &ExecRequest) -> Result<Owner> {
     if let Some(o) = &req.owner {
         return Ok(o.clone());
     }
-    Ok(crate::policy::current().default_owner(crate::ops::caller_name))
+    Ok(policy.default_owner(crate::ops::caller_name))
 }
 
 /// `<repo name>-<first 8 hex of sha256 of the canonical common git dir>`.
@@ -328,8 +328,8 @@ pub(crate) fn repo_dir_name(common: &Path) -> String {
 
 /// Refuses when free space on any filesystem that will receive data is
 /// below any bound of the policy's watermark.
-fn admit(dirs: &[&Path]) -> Result<()> {
-    match low_space(&crate::policy::current().min_free.bounds(), dirs) {
+fn admit(policy: &crate::policy::Policy, dirs: &[&Path]) -> Result<()> {
+    match low_space(&policy.min_free.bounds(), dirs) {
         None => Ok(()),
         Some(why) => Err(Error::Environment(why)),
     }
@@ -359,7 +359,7 @@ fn low_space(bounds: &[MinFree], dirs: &[&Path]) -> Option<String> {
 /// watermark asks of any of `dirs`, then checks again: the largest
 /// candidates go first and the reap stops once the watermark is met.
 fn admit_or_reap(reg: &Registry, git: &Git, reap_if_low: bool, dirs: &[&Path]) -> Result<()> {
-    let bounds = crate::policy::current().min_free.bounds();
+    let bounds = reg.root().policy().min_free.bounds();
     let Some(why) = low_space(&bounds, dirs) else {
         return Ok(());
     };
@@ -456,7 +456,7 @@ pub(crate) fn create(
     };
     // Before anything is created: an entry that escapes the repository or
     // names a tracked path is a usage error (exit 125, nothing made).
-    let provision = crate::ops::provision::plan(&rg, &common)?;
+    let provision = crate::ops::provision::plan(reg.root().policy(), &rg, &common)?;
     let id = crate::store::registry::new_id()?;
     let branch = req
         .branch
@@ -473,7 +473,7 @@ pub(crate) fn create(
     admit_or_reap(reg, git, req.reap_if_low, &[&wt_root, reg.root().path()])?;
     crate::os::atomic::make_private_dir(&repo_root)?;
     crate::os::atomic::check_private_dir(&repo_root, true)?;
-    let owner = owner_of(req)?;
+    let owner = owner_of(reg.root().policy(), req)?;
     let mut rec = Record::planned(
         id.clone(),
         crate::store::root::utf8(&common)?,
@@ -586,9 +586,9 @@ pub fn create_restored(
     };
     occupied()?;
     check_root_outside_worktrees(&rg, common, &[reg.root().path(), &wt_root, &root])?;
-    admit(&[&root, reg.root().path()])?;
-    let provision = crate::ops::provision::plan(&rg, common)?;
-    let owner = crate::policy::current().default_owner(crate::ops::caller_name);
+    admit(reg.root().policy(), &[&root, reg.root().path()])?;
+    let provision = crate::ops::provision::plan(reg.root().policy(), &rg, common)?;
+    let owner = reg.root().policy().default_owner(crate::ops::caller_name);
     let mut rec = Record::planned(
         id.clone(),
         crate::store::root::utf8(common)?,
@@ -898,7 +898,7 @@ fn adopt(
         Origin::Adopted,
         branch,
         e.head.clone().unwrap_or_default(),
-        owner_of(req)?,
+        owner_of(reg.root().policy(), req)?,
         process::euid(),
     );
     rec.push_session(session);
@@ -1238,7 +1238,12 @@ fn run(reg: &Registry, git: Git, p: Prepared, req: &ExecRequest) -> Result<ExecR
         holders: holders.clone(),
         note: None,
     };
-    let keep_for = if req.keep { Some(owner_of(req)) } else { None }.transpose();
+    let keep_for = if req.keep {
+        Some(owner_of(reg.root().policy(), req))
+    } else {
+        None
+    }
+    .transpose();
     let recorded =
         keep_for.and_then(|keep| end_session(reg, &p.id, std::process::id(), &outcome, keep));
     let retire = match recorded {

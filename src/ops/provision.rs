@@ -52,8 +52,7 @@ pub struct Plan {
 /// # Errors
 /// [`Error::Usage`] for an entry that escapes the repository or names a
 /// tracked path (nothing was created yet); git's failure otherwise.
-pub fn plan(rg: &RepoGit, common: &Path) -> Result<Option<Plan>> {
-    let policy = crate::policy::current();
+pub fn plan(policy: &crate::policy::Policy, rg: &RepoGit, common: &Path) -> Result<Option<Plan>> {
     let patterns = policy.provision.value.clone();
     let links = policy.provision_symlink.value.clone();
     let entries = ops::worktrees(rg, common)?;

@@ -492,7 +492,7 @@ impl Reaper<'_> {
         let Some(a) = rec.archive.as_ref() else {
             return;
         };
-        match crate::ops::restore::archive_became_durable(self.git, rec) {
+        match crate::ops::restore::archive_became_durable(self.reg.root().policy(), self.git, rec) {
             Ok(true) => {}
             Ok(false) => return,
             Err(e) => {
@@ -1222,7 +1222,10 @@ mod tests {
     #[test]
     fn free_space_reads_each_filesystem_once_and_skips_removed_records() {
         let base = tempfile::tempdir().unwrap();
-        let root = StateRoot::at(base.path().join("state"));
+        let root = StateRoot::at(
+            base.path().join("state"),
+            &std::sync::Arc::new(crate::policy::defaults()),
+        );
         fs::create_dir_all(root.worktrees()).unwrap();
         // A record whose root is on another filesystem (procfs) adds it.
         let mut rec = crate::model::record::sample_record();

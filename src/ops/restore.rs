@@ -27,6 +27,8 @@ use crate::error::{Error, IoResultExt, Result};
 use crate::git::{self, Git, RepoGit, ops};
 use crate::model::reason::HoldReason;
 use crate::model::record::{Archive, Record};
+use crate::ops::Ctx;
+use crate::policy::Policy;
 use crate::store::registry::Registry;
 
 /// What `lease restore` was asked to do.
@@ -171,28 +173,28 @@ fn verify_bundle_of(reg: &Registry, rg: &RepoGit, rec: &Record, a: &Archive) -> 
 
 /// Opens the registry and the repository of record `id` for a command that
 /// reads or restores its archive.
-fn open(id: &str) -> Result<(Registry, Git, Record)> {
-    if crate::store::root::StateRoot::open_existing()?.is_none() {
+fn open(ctx: &Ctx, id: &str) -> Result<(Registry, Git, Record)> {
+    if ctx.existing_root()?.is_none() {
         return Err(Error::Usage(format!("no record matches `{id}`")));
     }
-    let reg = Registry::new(crate::store::root::StateRoot::open_or_create()?);
+    let reg = Registry::new(ctx.open_root()?);
     let id = reg.resolve(id)?;
     let rec = reg.get(&id)?;
-    let git = Git::resolve()?;
+    let git = ctx.git()?;
     Ok((reg, git, rec))
 }
 
 /// `lease archive verify ID`.
-pub fn verify(id: &str) -> Result<Record> {
-    let (reg, git, rec) = open(id)?;
+pub fn verify(ctx: &Ctx, id: &str) -> Result<Record> {
+    let (reg, git, rec) = open(ctx, id)?;
     let rg = git.repo(Path::new(&rec.repo))?;
     verify_archive(&reg, &rg, &rec)?;
     Ok(rec)
 }
 
 /// `lease archives`: every record with an archive.
-pub fn archives() -> Result<Vec<ArchiveEntry>> {
-    let Some(root) = crate::store::root::StateRoot::open_existing()? else {
+pub fn archives(ctx: &Ctx) -> Result<Vec<ArchiveEntry>> {
+    let Some(root) = ctx.existing_root()? else {
         return Ok(Vec::new());
     };
     let reg = Registry::new(root);
@@ -289,11 +291,11 @@ fn checked_out(rg: &RepoGit, repo: &Path) -> Result<Vec<String>> {
 }
 
 /// `lease restore`.
-pub fn restore(req: &RestoreRequest) -> Result<RestoreReport> {
+pub fn restore(ctx: &Ctx, req: &RestoreRequest) -> Result<RestoreReport> {
     if let Some(to) = &req.to {
         crate::store::root::refuse_newline("--to", to)?;
     }
-    let (reg, git, rec) = open(&req.id)?;
+    let (reg, git, rec) = open(ctx, &req.id)?;
     let a = archive_of(&rec)?.clone();
     if !a.receipts.is_empty() && !req.again {
         return Err(Error::refused(
@@ -308,8 +310,8 @@ pub fn restore(req: &RestoreRequest) -> Result<RestoreReport> {
     if req.to.is_none() {
         // Into the worktree root, like exec: never one OS cleaners sweep.
         crate::store::root::check_not_temp(
-            &crate::store::root::worktree_root_of(reg.root().path()),
-            crate::policy::current().allow_temp_worktree_root.value,
+            &reg.root().worktrees(),
+            reg.root().policy().allow_temp_worktree_root.value,
         )?;
     }
     if let Some(to) = &req.to
@@ -425,6 +427,7 @@ fn tips_of(a: &Archive) -> Vec<String> {
 /// `git ls-remote` lists them and this repository has them (a tip or head
 /// the repository lacks proves nothing, so the tip counts as unreachable).
 fn unreachable_tips(
+    policy: &Policy,
     rg: &RepoGit,
     repo: &Path,
     rec: &Record,
@@ -435,7 +438,7 @@ fn unreachable_tips(
     match git::refs::trusted_remote(
         rg,
         repo,
-        crate::ops::retire::configured_remote().as_deref(),
+        crate::ops::retire::configured_remote(policy).as_deref(),
         rec.branch.as_deref(),
     )? {
         Some(remote) => {
@@ -470,8 +473,8 @@ fn unreachable_tips(
 }
 
 /// `lease archive drop ID [--unreachable-ok]`.
-pub fn drop(id: &str, unreachable_ok: bool) -> Result<DropReport> {
-    let (reg, git, rec) = open(id)?;
+pub fn drop(ctx: &Ctx, id: &str, unreachable_ok: bool) -> Result<DropReport> {
+    let (reg, git, rec) = open(ctx, id)?;
     drop_archive(&reg, &git, &rec, unreachable_ok)
 }
 
@@ -486,7 +489,7 @@ pub fn drop(id: &str, unreachable_ok: bool) -> Result<DropReport> {
 ///
 /// # Errors
 /// A git probe that fails (the archive is then kept: uncertainty holds).
-pub fn archive_became_durable(git: &Git, rec: &Record) -> Result<bool> {
+pub fn archive_became_durable(policy: &Policy, git: &Git, rec: &Record) -> Result<bool> {
     let Some(a) = rec.archive.as_ref() else {
         return Ok(false);
     };
@@ -495,7 +498,7 @@ pub fn archive_became_durable(git: &Git, rec: &Record) -> Result<bool> {
         return Ok(false);
     }
     let rg = git.repo(&repo)?;
-    let unreachable = unreachable_tips(&rg, &repo, rec, &tips_of(a))?;
+    let unreachable = unreachable_tips(policy, &rg, &repo, rec, &tips_of(a))?;
     Ok(crate::plan::gate_archive_droppable(&unreachable).is_ok())
 }
 
@@ -516,7 +519,7 @@ pub fn drop_archive(
         None
     };
     let unreachable = match &rg {
-        Some(rg) => unreachable_tips(rg, &repo, rec, &tips)?,
+        Some(rg) => unreachable_tips(reg.root().policy(), rg, &repo, rec, &tips)?,
         None if unreachable_ok => tips.clone(),
         None => {
             return Err(Error::refused(

@@ -100,12 +100,14 @@ impl Engine {
     /// from the policy: ignored entries at or below them do not hold, and
     /// lease deletes them itself, descriptor-relative, right before removal.
     pub fn new(reg: Registry, git: Git, dry_run: bool) -> Engine {
+        let rebuildable = reg.root().policy().rebuildable_bytes();
+        let archive_mode = reg.root().policy().archive.value;
         Engine {
             reg,
             git,
             dry_run,
-            rebuildable: crate::policy::current().rebuildable_bytes(),
-            archive_mode: crate::policy::current().archive.value,
+            rebuildable,
+            archive_mode,
             delete_branch: false,
             fetch: false,
             content_only: false,
@@ -150,7 +152,7 @@ impl Engine {
         let Some(remote) = trusted_remote(
             rg,
             common,
-            configured_remote().as_deref(),
+            configured_remote(self.reg.root().policy()).as_deref(),
             held.rec.branch.as_deref(),
         )?
         else {
@@ -179,7 +181,7 @@ impl Engine {
     /// "Truthful content probes").
     fn trusted_filters(&self, dir: &Path) -> Result<Vec<evidence::TrustedFilter>> {
         let mut v = Vec::new();
-        for d in &crate::policy::current().trusted_filters.value {
+        for d in &self.reg.root().policy().trusted_filters.value {
             if let Some(f) = self.git.user_filter(d, dir)? {
                 v.push(f);
             }
@@ -303,8 +305,12 @@ impl Engine {
             .as_ref()
             .map(crate::model::record::FileId::id);
         if !self.content_only {
-            let procs =
-                crate::os::procfs::audit(&held.wt, &held.inventory, lease_id, strict_audit());
+            let procs = crate::os::procfs::audit(
+                &held.wt,
+                &held.inventory,
+                lease_id,
+                self.reg.root().policy().strict_audit(),
+            );
             if let Err(h) = plan::gate_processes(&procs) {
                 return Ok(Err(vec![h]));
             }
@@ -721,7 +727,10 @@ impl Engine {
                 evidence::FilterTrust::Ran
             } else if shadowed.iter().any(named) {
                 evidence::FilterTrust::Shadowed
-            } else if crate::policy::current()
+            } else if self
+                .reg
+                .root()
+                .policy()
                 .trusted_filters
                 .value
                 .iter()
@@ -847,7 +856,10 @@ impl Engine {
         let head = self.head(held)?;
         // The in-process reader answers for `origin` only: when config names
         // another trusted remote, or the reader cannot tell, the CLI does.
-        let origin_trusted = crate::policy::current()
+        let origin_trusted = self
+            .reg
+            .root()
+            .policy()
             .trusted_remote
             .as_ref()
             .is_none_or(|t| t.value == "origin");
@@ -861,7 +873,7 @@ impl Engine {
                 let remote = trusted_remote(
                     rg,
                     Path::new(&rec.repo),
-                    configured_remote().as_deref(),
+                    configured_remote(self.reg.root().policy()).as_deref(),
                     rec.branch.as_deref(),
                 )?;
                 let durable = durable_ref(
@@ -1216,19 +1228,10 @@ struct Reach {
     confirmed: usize,
 }
 
-/// Config `trusted_remote` (or `LEASE_TRUSTED_REMOTE`), if set: the one
-/// remote [`trusted_remote`] may choose.
-pub(crate) fn configured_remote() -> Option<String> {
-    crate::policy::current()
-        .trusted_remote
-        .as_ref()
-        .map(|t| t.value.clone())
-}
-
-/// Whether config `process_audit = "strict"` (or `LEASE_PROCESS_AUDIT`)
-/// asks gate 4 to hold when processes of other users could not be audited.
-fn strict_audit() -> bool {
-    crate::policy::current().strict_audit()
+/// Config `trusted_remote` (or `LEASE_TRUSTED_REMOTE`) of `policy`, if
+/// set: the one remote [`trusted_remote`] may choose.
+pub(crate) fn configured_remote(policy: &crate::policy::Policy) -> Option<String> {
+    policy.trusted_remote.as_ref().map(|t| t.value.clone())
 }
 
 fn join(pids: &[u32]) -> String {

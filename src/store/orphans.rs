@@ -89,7 +89,10 @@ mod tests {
     #[test]
     fn orphans_file_round_trips_and_refuses_garbage() {
         let t = tempfile::tempdir().unwrap();
-        let root = StateRoot::at(t.path().to_path_buf());
+        let root = StateRoot::at(
+            t.path().to_path_buf(),
+            &std::sync::Arc::new(crate::policy::defaults()),
+        );
         assert!(load_orphans(&root).unwrap().is_empty());
         let mut m = BTreeMap::new();
         m.insert(

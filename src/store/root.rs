@@ -3,19 +3,26 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::error::{Error, IoResultExt, Result};
 use crate::os::atomic::{check_private_dir, make_private_dir};
+use crate::policy::Policy;
 
 /// statfs(2) `f_type` values of network filesystems whose flock is not
 /// host-local or not trustworthy (linux/magic.h; cargo#2615 on NFS).
 const NETWORK_FS: [u64; 4] = [0x6969, 0x517B, 0xFF53_4D42, 0xFE53_4D42];
 
 /// The private directory holding registry, leases, archives and the audit log
-/// (SPEC/Words "state root").
+/// (SPEC/Words "state root"), with the policy it is operated under: the
+/// CLI resolves the policy once (config files, environment, flags) and
+/// opens the state root with it, so every operation that holds the state
+/// root (through its [`crate::store::registry::Registry`]) reads the same
+/// policy, and no global does.
 #[derive(Debug, Clone)]
 pub struct StateRoot {
     path: PathBuf,
+    policy: Arc<Policy>,
 }
 
 impl StateRoot {
@@ -56,13 +63,16 @@ impl StateRoot {
     /// [`Error::UnsafeDir`] (reason `lease-dir-unsafe`) if it or a subdirectory
     /// is a symlink, not ours, open to group or others, reached through a
     /// symlinked ancestor, or on NFS/SMB.
-    pub fn open_or_create() -> Result<StateRoot> {
+    pub fn open_or_create(policy: &Arc<Policy>) -> Result<StateRoot> {
         let path = Self::locate()?;
         if let Some(parent) = path.parent() {
             fs::create_dir_all(parent).at_do("cannot create", parent)?;
         }
         make_private_dir(&path)?;
-        let root = StateRoot { path };
+        let root = StateRoot {
+            path,
+            policy: Arc::clone(policy),
+        };
         check_private_dir(&root.path, true)?;
         check_local_fs(&root.path)?;
         for sub in [
@@ -92,29 +102,45 @@ impl StateRoot {
     }
 
     /// Opens an existing state root for reading; `Ok(None)` if there is none yet.
-    pub fn open_existing() -> Result<Option<StateRoot>> {
-        Self::open_existing_at(Self::locate()?)
+    pub fn open_existing(policy: &Arc<Policy>) -> Result<Option<StateRoot>> {
+        Self::open_existing_at(Self::locate()?, policy)
     }
 
     /// [`StateRoot::open_existing`] at `path`.
-    fn open_existing_at(path: PathBuf) -> Result<Option<StateRoot>> {
+    fn open_existing_at(path: PathBuf, policy: &Arc<Policy>) -> Result<Option<StateRoot>> {
         match fs::symlink_metadata(&path) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(e).at(&path),
             Ok(_) => {}
         }
         check_private_dir(&path, true)?;
-        Ok(Some(StateRoot { path }))
+        Ok(Some(StateRoot {
+            path,
+            policy: Arc::clone(policy),
+        }))
     }
 
     /// Wraps a path already known to be a checked state root.
-    pub(crate) fn at(path: PathBuf) -> StateRoot {
-        StateRoot { path }
+    pub(crate) fn at(path: PathBuf, policy: &Arc<Policy>) -> StateRoot {
+        StateRoot {
+            path,
+            policy: Arc::clone(policy),
+        }
     }
 
     /// The state root itself.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+    /// The policy this state root is operated under (resolved once by the
+    /// CLI; [`crate::policy::resolve`]).
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+    /// The same policy, shared: for opening another state root (or a
+    /// [`crate::git::Git`]) under it.
+    pub fn policy_arc(&self) -> &Arc<Policy> {
+        &self.policy
     }
     /// `records/`: one `<id>.json` and `<id>.lock` per worktree.
     pub fn records(&self) -> PathBuf {
@@ -138,7 +164,7 @@ impl StateRoot {
     }
     /// The worktree root: config `worktree_root`, else `worktrees/`.
     pub fn worktrees(&self) -> PathBuf {
-        worktree_root_of(&self.path)
+        worktree_root_of(&self.path, &self.policy)
     }
     /// `audit.jsonl`: the append-only audit log.
     pub fn audit_log(&self) -> PathBuf {
@@ -146,10 +172,10 @@ impl StateRoot {
     }
 }
 
-/// The worktree root for the state root `state`: config `worktree_root`,
-/// else `<state>/worktrees`.
-pub fn worktree_root_of(state: &Path) -> PathBuf {
-    match &crate::policy::current().worktree_root {
+/// The worktree root for the state root `state` under `policy`: config
+/// `worktree_root`, else `<state>/worktrees`.
+pub fn worktree_root_of(state: &Path, policy: &Policy) -> PathBuf {
+    match &policy.worktree_root {
         Some(r) => r.value.clone(),
         None => state.join("worktrees"),
     }
@@ -384,27 +410,47 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         let base = fs::canonicalize(t.path()).unwrap();
         assert!(
-            StateRoot::open_existing_at(base.join("none"))
-                .unwrap()
-                .is_none()
+            StateRoot::open_existing_at(
+                base.join("none"),
+                &std::sync::Arc::new(crate::policy::defaults())
+            )
+            .unwrap()
+            .is_none()
         );
         let root = base.join("state");
         make_private_dir(&root).unwrap();
-        let opened = StateRoot::open_existing_at(root.clone()).unwrap().unwrap();
+        let opened = StateRoot::open_existing_at(
+            root.clone(),
+            &std::sync::Arc::new(crate::policy::defaults()),
+        )
+        .unwrap()
+        .unwrap();
         assert_eq!(opened.path(), root);
         fs::set_permissions(&root, fs::Permissions::from_mode(0o755)).unwrap();
         assert!(matches!(
-            StateRoot::open_existing_at(root.clone()),
+            StateRoot::open_existing_at(
+                root.clone(),
+                &std::sync::Arc::new(crate::policy::defaults())
+            ),
             Err(Error::UnsafeDir { .. })
         ));
         // Not "none": a state root lease cannot look at is an error.
         fs::write(base.join("file"), "").unwrap();
-        assert!(StateRoot::open_existing_at(base.join("file/state")).is_err());
+        assert!(
+            StateRoot::open_existing_at(
+                base.join("file/state"),
+                &std::sync::Arc::new(crate::policy::defaults())
+            )
+            .is_err()
+        );
     }
 
     #[test]
     fn the_state_root_layout() {
-        let r = StateRoot::at(PathBuf::from("/s"));
+        let r = StateRoot::at(
+            PathBuf::from("/s"),
+            &std::sync::Arc::new(crate::policy::defaults()),
+        );
         let got = [
             r.records(),
             r.leases(),
@@ -453,7 +499,10 @@ mod tests {
     fn remove_scratch_removes_only_a_private_directory_in_scratch() {
         let t = tempfile::tempdir().unwrap();
         let base = fs::canonicalize(t.path()).unwrap();
-        let root = StateRoot::at(base.join("state"));
+        let root = StateRoot::at(
+            base.join("state"),
+            &std::sync::Arc::new(crate::policy::defaults()),
+        );
         fs::create_dir_all(root.scratch()).unwrap();
         let keep = base.join("keep");
         make_private_dir(&keep).unwrap();

@@ -170,7 +170,7 @@ impl Joined {
 
 /// Takes the lease of `ticket` shared, after every check of the module
 /// docs. `Err` means the command must not run (exit 125).
-pub fn join(ticket: &Ticket, command: Vec<OsString>) -> Result<Joined> {
+pub fn join(ctx: &crate::ops::Ctx, ticket: &Ticket, command: Vec<OsString>) -> Result<Joined> {
     if command.is_empty() {
         return Err(Error::Usage("no command given after `--`".into()));
     }
@@ -202,7 +202,7 @@ pub fn join(ticket: &Ticket, command: Vec<OsString>) -> Result<Joined> {
     // Again, under the lock: the descriptor, then the name.
     plan::check_lease_seen(lease.id(), uid, crate::os::fs::fstat(&f)).map_err(refuse)?;
     plan::check_lease_seen(lease.id(), uid, crate::os::fs::lstat(&lease.path())).map_err(refuse)?;
-    let reg = Registry::new(StateRoot::at(root));
+    let reg = Registry::new(StateRoot::at(root, &ctx.policy));
     let rec = match reg.load(&ticket.id) {
         Loaded::Ok(r) => r,
         Loaded::Bad { path, problem, .. } if !path.exists() => {

@@ -117,7 +117,7 @@ pub(super) fn scan_orphans(
         o.past_grace = o
             .first_seen
             .as_deref()
-            .is_some_and(|t| past_grace(t, crate::policy::current().orphan_grace.value, clock));
+            .is_some_and(|t| past_grace(t, root.policy().orphan_grace.value, clock));
         if let Some(t) = &o.first_seen {
             seen.insert(
                 o.path.clone(),

@@ -261,6 +261,7 @@ pub(crate) fn verify_bundle(
 /// source's objects through `objects/info/alternates`; removed on drop.
 struct Scratch {
     path: PathBuf,
+    root: crate::store::root::StateRoot,
 }
 
 impl Scratch {
@@ -286,16 +287,16 @@ impl Scratch {
         let alt = path.join("objects/info");
         fs::create_dir_all(&alt).at_do("cannot create", &alt)?;
         fs::write(alt.join("alternates"), line).at_do("cannot write", &alt)?;
-        Ok(Scratch { path })
+        Ok(Scratch {
+            path,
+            root: root.clone(),
+        })
     }
 }
 
 impl Drop for Scratch {
     fn drop(&mut self) {
-        if let Some(root) = self.path.parent().and_then(Path::parent) {
-            let root = crate::store::root::StateRoot::at(root.to_path_buf());
-            let _ = crate::store::root::remove_scratch(&root, &self.path);
-        }
+        let _ = crate::store::root::remove_scratch(&self.root, &self.path);
     }
 }
 

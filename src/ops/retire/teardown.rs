@@ -44,7 +44,7 @@ impl Engine {
         held: &mut Held,
         report: &mut TargetReport,
     ) -> Result<std::result::Result<(), Hold>> {
-        let policy = crate::policy::current();
+        let policy = self.reg.root().policy();
         let commands = policy.teardown.value.clone();
         let last = held
             .rec
