@@ -34,5 +34,9 @@ check '\.(cmd|plain|user|far_side)\(' 'build git commands only in src/git/ (add 
 # config search path, an `unsafe fn` with no safe equivalent) only.
 check '\bunsafe[[:space:]]*(\{|fn|impl)|unsafe_code' 'unsafe only in src/os/process.rs and src/git/libgit2.rs' \
   $(find src -name '*.rs' | grep -v -e '^src/os/process.rs$' -e '^src/git/libgit2.rs$')
+# One way to end a record (issue 16): the tombstone, the move to removed and
+# the lease file's unlink happen only in src/ops/removal.rs.
+check 'set_state\(State::Removed\)|\br\.tombstone = Some' 'a record becomes removed only through src/ops/removal.rs (remove_record)' \
+  $(find src -name '*.rs' | grep -v -e '^src/ops/removal.rs$' -e '^src/model/record.rs$')
 check 'new\("kill"\)' 'signal processes with rustix, never kill(1): a negative pid argument was seen becoming kill(-1, SIGKILL)' src tests
 exit $status

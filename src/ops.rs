@@ -10,6 +10,7 @@ pub mod launcher;
 pub mod metrics;
 pub mod provision;
 pub mod reap;
+pub mod removal;
 pub mod repair;
 pub mod restore;
 pub mod retire;

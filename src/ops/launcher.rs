@@ -412,26 +412,30 @@ fn make_lease(reg: &Registry, id: &str) -> Result<(fs::File, fs::File, FileId)> 
 
 /// Records that nothing was created: `planned -> removed` with a tombstone.
 fn abandon(reg: &Registry, id: &str, why: &str) {
-    let _ = reg.update(id, |r| {
-        if let Some(l) = &r.lease {
-            let _ = fs::remove_file(l.path());
-        }
-        r.tombstone = Some(crate::model::record::Tombstone {
-            path: r
-                .worktree
-                .as_ref()
-                .map(|w| w.path.clone())
-                .unwrap_or_default(),
-            id: r.id.clone(),
-            removed_at: crate::model::fmt::now(),
-            bytes_reclaimed: 0,
-            free_before: 0,
-            free_after: 0,
-            evidence: serde_json::json!({"nothing_created": why}),
-            branch: None,
-        });
-        Ok(r.set_state(State::Removed)?)
-    });
+    let Ok(rec) = reg.get(id) else {
+        return;
+    };
+    let tomb = crate::model::record::Tombstone {
+        path: rec
+            .worktree
+            .as_ref()
+            .map(|w| w.path.clone())
+            .unwrap_or_default(),
+        id: rec.id.clone(),
+        removed_at: crate::model::fmt::now(),
+        bytes_reclaimed: 0,
+        free_before: 0,
+        free_after: 0,
+        evidence: serde_json::json!({"nothing_created": why}),
+        branch: None,
+    };
+    let _ = crate::ops::removal::remove_record(
+        reg,
+        id,
+        tomb,
+        crate::ops::removal::LeaseProof::NeverUsed,
+        |_| Ok(true),
+    );
 }
 
 /// Creates and registers a new worktree for `req` (exec without `--adopt`

@@ -56,6 +56,7 @@ use crate::model::fmt::lossless;
 use crate::model::reason::{Hold, HoldReason};
 use crate::model::record::{FileId, Origin, Record, State, Tombstone};
 use crate::model::report::{GitInfo, TargetReport};
+use crate::ops::removal::{LeaseProof, remove_record};
 use crate::ops::retire::Engine;
 use crate::os::atomic::free_bytes;
 use crate::store::registry::{Loaded, Registry};
@@ -791,13 +792,13 @@ impl Reaper<'_> {
             }),
             branch: None,
         };
-        let moved = self.reg.update(&rec.id, |r| {
-            if r.state != State::Planned || r.any_launcher_alive(crate::os::process::is_alive) {
-                return Ok(false);
-            }
-            r.tombstone = Some(tomb.clone());
-            r.set_state(State::Removed)?;
-            Ok(true)
+        // The lease file goes under the exclusive lock, which closes with
+        // `lock`.
+        let proof = lock
+            .as_ref()
+            .map_or(LeaseProof::Unproven, LeaseProof::Exclusive);
+        let moved = remove_record(&self.reg, &rec.id, tomb, proof, |r| {
+            Ok(r.state == State::Planned && !r.any_launcher_alive(crate::os::process::is_alive))
         })?;
         if !moved {
             item.hold(Hold::new(
@@ -805,10 +806,6 @@ impl Reaper<'_> {
                 "the record changed while reaping",
             ));
             return Ok(());
-        }
-        if let (Some(l), Some(_)) = (&rec.lease, &lock) {
-            // Unlinked under the exclusive lock, which closes with `lock`.
-            let _ = fs::remove_file(l.path());
         }
         drop(lock);
         item.disposition = ReapDisposition::Removed;
@@ -982,6 +979,36 @@ impl Reaper<'_> {
     /// removed the worktree and unlinked the lease file) leaves the record
     /// `removed`: the item is then held `retire-in-progress`, and nothing is
     /// changed.
+    /// Completes the removal of a `retiring` record whose worktree and
+    /// registration are gone ([`remove_record`]), unlinking its lease file
+    /// while `lock` (the reaper's exclusive flock of it) is held; holds
+    /// `retire-in-progress` and writes nothing if the record is no longer
+    /// `retiring`.
+    fn finish_removal(
+        &self,
+        rec: &Record,
+        item: &mut ReapItem,
+        tomb: Tombstone,
+        lock: Option<&fs::File>,
+    ) -> Result<bool> {
+        let mut now = None;
+        let proof = lock.map_or(LeaseProof::Unproven, LeaseProof::Exclusive);
+        let moved = remove_record(&self.reg, &rec.id, tomb, proof, |r| {
+            if r.state != State::Retiring {
+                now = Some(r.state);
+                return Ok(false);
+            }
+            Ok(true)
+        })?;
+        if let Some(now) = now {
+            item.hold(Hold::new(
+                HoldReason::RetireInProgress,
+                format!("the record changed while reaping: it is {} now", now.name()),
+            ));
+        }
+        Ok(moved)
+    }
+
     fn still_retiring(
         &self,
         rec: &Record,
@@ -1095,16 +1122,8 @@ impl Reaper<'_> {
                     }),
                     branch: None,
                 };
-                let t2 = tomb.clone();
-                if !self.still_retiring(rec, item, |r| {
-                    r.tombstone = Some(t2);
-                    Ok(r.set_state(State::Removed)?)
-                })? {
+                if !self.finish_removal(rec, item, tomb.clone(), lock.as_ref())? {
                     return Ok(());
-                }
-                if let (Some(l), Some(_)) = (&rec.lease, &lock) {
-                    // Unlinked under the exclusive lock, which closes with `lock`.
-                    let _ = fs::remove_file(l.path());
                 }
                 drop(lock);
                 item.disposition = ReapDisposition::Removed;

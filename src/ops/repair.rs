@@ -27,6 +27,7 @@ use crate::git::{self, Git};
 use crate::model::fmt::lossless;
 use crate::model::reason::{Disposition, Hold, HoldReason};
 use crate::model::record::{Event, Record, State, Tombstone};
+use crate::ops::removal::{LeaseProof, remove_record};
 use crate::store::audit::Audit;
 use crate::store::registry::{Loaded, Registry};
 
@@ -604,9 +605,11 @@ pub fn apply(reg: Option<&Registry>, git: &Git, plan: RepairPlan) -> Result<Repa
             }),
             branch: None,
         };
-        let t2 = tomb.clone();
-        reg.update(&rec.id, |r| {
-            if path_to_removed(r.state).is_empty() {
+        let proof = lock
+            .as_ref()
+            .map_or(LeaseProof::Unproven, LeaseProof::Exclusive);
+        remove_record(reg, &rec.id, tomb.clone(), proof, |r| {
+            let Some((_, before)) = path_to_removed(r.state).split_last() else {
                 return Err(Error::refused(
                     HoldReason::Retained,
                     format!(
@@ -615,17 +618,12 @@ pub fn apply(reg: Option<&Registry>, git: &Git, plan: RepairPlan) -> Result<Repa
                         r.state.name()
                     ),
                 ));
-            }
-            for to in path_to_removed(r.state) {
+            };
+            for to in before {
                 r.set_state(*to)?;
             }
-            r.tombstone = Some(t2);
-            Ok(())
+            Ok(true)
         })?;
-        if let (Some(l), Some(_)) = (&rec.lease, &lock) {
-            // Unlinked under the exclusive lock, which closes with `lock`.
-            let _ = fs::remove_file(l.path());
-        }
         report.tombstone = Some(tomb);
     }
     drop(lock);

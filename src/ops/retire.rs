@@ -31,6 +31,7 @@ use crate::model::evidence;
 use crate::model::reason::{self, Disposition, Hold, HoldReason};
 use crate::model::record::{Archive, Record, State, Tombstone};
 use crate::model::report::TargetReport;
+use crate::ops::removal::{LeaseProof, remove_record};
 use crate::os::atomic::free_bytes;
 use crate::plan::{self, StateGate};
 use crate::policy::ArchiveMode;
@@ -1147,15 +1148,13 @@ impl Engine {
             }),
             branch: branch.clone(),
         };
-        let t2 = tomb.clone();
-        self.reg.update(&id, |r| {
-            r.tombstone = Some(t2);
-            Ok(r.set_state(State::Removed)?)
-        })?;
-        if let Some(lease) = &held.rec.lease {
-            // Unlinked under the exclusive lock, which closes with `held.lock`.
-            let _ = fs::remove_file(lease.path());
-        }
+        // The lease file goes under the exclusive lock, which closes with
+        // `held.lock`.
+        let proof = held
+            .lock
+            .as_ref()
+            .map_or(LeaseProof::Unproven, LeaseProof::Exclusive);
+        remove_record(&self.reg, &id, tomb.clone(), proof, |_| Ok(true))?;
         drop(held.lock.take());
         report.disposition = Disposition::Removed;
         report.tombstone = Some(tomb);
