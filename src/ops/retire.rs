@@ -75,8 +75,11 @@ pub struct Engine {
     content_only: bool,
 }
 
-/// Everything the later gates need once gates 1 to 3 passed.
-struct Held {
+/// Everything the later gates need once gates 1 to 3 passed: the record,
+/// the worktree's paths and top directory, and the lease held exclusively
+/// until the end (named for the lock it holds; "held" is SPEC's word for a
+/// retire a gate refused).
+struct Locked {
     rec: Record,
     rg: RepoGit,
     wt: PathBuf,
@@ -147,14 +150,14 @@ impl Engine {
     /// confirmed during this retire, so what they reach is durable. A
     /// tracking ref the remote no longer lists proves nothing, and is not
     /// pruned. No trusted remote: nothing is confirmed.
-    fn confirm_remote(&self, held: &Held) -> Result<Vec<String>> {
-        let common = Path::new(&held.rec.repo);
-        let rg = &held.rg;
+    fn confirm_remote(&self, locked: &Locked) -> Result<Vec<String>> {
+        let common = Path::new(&locked.rec.repo);
+        let rg = &locked.rg;
         let Some(remote) = trusted_remote(
             rg,
             common,
             configured_remote(self.reg.root().policy()).as_deref(),
-            held.rec.branch.as_deref(),
+            locked.rec.branch.as_deref(),
         )?
         else {
             return Ok(Vec::new());
@@ -283,32 +286,32 @@ impl Engine {
             }
         };
         // Gates 2 and 3.
-        let mut held = match self.gates_path_and_lease(rec, state_gate)? {
+        let mut locked = match self.gates_path_and_lease(rec, state_gate)? {
             Ok(h) => h,
             Err(holds) => return Ok(Err(holds)),
         };
-        tracing::info!(id = %held.rec.id, "gates 1-3 passed: state, path and lease");
+        tracing::info!(id = %locked.rec.id, "gates 1-3 passed: state, path and lease");
         // The operator's teardown: the last consumer is gone (gate 3 holds
         // the lease exclusive), the removal has not begun, and gate 4's
         // audit below sees whatever it left in the tree.
-        if let Err(h) = self.teardown(&mut held, report)? {
+        if let Err(h) = self.teardown(&mut locked, report)? {
             return Ok(Err(vec![h]));
         }
-        report.filters = held.rg.trusted().to_vec();
+        report.filters = locked.rg.trusted().to_vec();
         // Lease's own walk of the tree, under the lock: gate 4 judges
         // processes by the identities it reached, gate 5 by what it found.
-        held.inventory = crate::os::walk::inventory(&held.top);
+        locked.inventory = crate::os::walk::inventory(&locked.top);
 
         // Gate 4: defense in depth behind the lock.
-        let lease_id = held
+        let lease_id = locked
             .rec
             .lease
             .as_ref()
             .map(crate::model::record::FileId::id);
         if !self.content_only {
             let procs = crate::os::procfs::audit(
-                &held.wt,
-                &held.inventory,
+                &locked.wt,
+                &locked.inventory,
                 lease_id,
                 self.reg.root().policy().strict_audit(),
             );
@@ -318,33 +321,33 @@ impl Engine {
         }
 
         // Gate 5: lease's own walk, then git.
-        if let Err(holds) = self.probe_tree(&mut held)? {
+        if let Err(holds) = self.probe_tree(&mut locked)? {
             return Ok(Err(holds));
         }
 
         // Gate 6: reachability.
-        let reach = self.probe_reachability(&held)?;
-        tracing::info!(id = %held.rec.id, unique_commits = reach.unique.len(), "gates 4-6 passed: processes, tree, reachability");
+        let reach = self.probe_reachability(&locked)?;
+        tracing::info!(id = %locked.rec.id, unique_commits = reach.unique.len(), "gates 4-6 passed: processes, tree, reachability");
         report.unique_commits = reach.unique.len() as u64;
         report.durable = reach
             .durable
             .as_ref()
             .map(|(r, _)| plan::durable_kind(r).to_string());
         let own_branch = plan::lease_named_branch(
-            held.rec.branch.as_deref(),
-            &held.rec.id,
-            held.rec.origin == crate::model::record::Origin::Created,
+            locked.rec.branch.as_deref(),
+            &locked.rec.id,
+            locked.rec.origin == crate::model::record::Origin::Created,
         );
         if self.dry_run && !reach.unique.is_empty() && self.archive_mode.remote() {
             // Never promise a removal the push would not allow.
-            if let Err(h) = self.check_push(&held.rg, &held.rec, &reach) {
+            if let Err(h) = self.check_push(&locked.rg, &locked.rec, &reach) {
                 return Ok(Err(vec![h]));
             }
         }
         if self.dry_run {
             report.disposition = Disposition::WouldRemove;
-            if !held.rebuildable.is_empty() {
-                let paths: Vec<String> = held
+            if !locked.rebuildable.is_empty() {
+                let paths: Vec<String> = locked
                     .rebuildable
                     .iter()
                     .map(|p| crate::model::fmt::lossless(p))
@@ -385,7 +388,7 @@ impl Engine {
             if own_branch && !self.delete_branch {
                 report.detail.push(format!(
                     "would then delete `{}` (lease named it) if its tip is proven and checked out nowhere",
-                    held.rec.branch.as_deref().unwrap_or_default()
+                    locked.rec.branch.as_deref().unwrap_or_default()
                 ));
             }
             if self.delete_branch {
@@ -399,7 +402,7 @@ impl Engine {
         let archive = if reach.unique.is_empty() {
             None
         } else {
-            match self.archive_all(&mut held, &reach)? {
+            match self.archive_all(&mut locked, &reach)? {
                 Ok(a) => Some(a),
                 Err(h) => return Ok(Err(vec![h])),
             }
@@ -407,12 +410,12 @@ impl Engine {
         report.archive = archive.clone();
 
         // Gate 7: nothing moved while archiving.
-        if let Err(holds) = self.refresh(&held, &reach.head, archive.as_ref())? {
+        if let Err(holds) = self.refresh(&locked, &reach.head, archive.as_ref())? {
             return Ok(Err(holds));
         }
 
         // Gate 8: remove.
-        self.remove(&mut held, &reach, report, own_branch)
+        self.remove(&mut locked, &reach, report, own_branch)
     }
 
     /// Gates 2 (path identity, registration) and 3 (lease identity and lock).
@@ -420,7 +423,7 @@ impl Engine {
         &self,
         rec: Record,
         state_gate: StateGate,
-    ) -> Result<Result<Held, Vec<Hold>>> {
+    ) -> Result<Result<Locked, Vec<Hold>>> {
         let repo = PathBuf::from(&rec.repo);
         if !repo.is_dir() {
             return Ok(Err(vec![Hold::new(
@@ -513,7 +516,7 @@ impl Engine {
                 .update(&id, |r| Ok(r.set_state(State::Interrupted)?))?;
             rec = self.reg.get(&id)?;
         }
-        Ok(Ok(Held {
+        Ok(Ok(Locked {
             rec,
             rg,
             wt,
@@ -604,26 +607,26 @@ impl Engine {
     /// immutable or append-only entries, nested repositories and
     /// submodules), then git's view (changes, untracked, ignored, hidden
     /// index edits, operations in progress).
-    fn probe_tree(&self, held: &mut Held) -> Result<Result<(), Vec<Hold>>> {
-        if let Some(h) = self.lfs_extensions(&held.rg, &held.wt)? {
+    fn probe_tree(&self, locked: &mut Locked) -> Result<Result<(), Vec<Hold>>> {
+        if let Some(h) = self.lfs_extensions(&locked.rg, &locked.wt)? {
             return Ok(Err(vec![h]));
         }
-        let listed = ops::index_listing(&held.rg, &held.wt)?;
+        let listed = ops::index_listing(&locked.rg, &locked.wt)?;
         if let Err(holds) =
-            plan::gate_inventory(&held.inventory, &git::parse::parse_gitlinks(&listed))
+            plan::gate_inventory(&locked.inventory, &git::parse::parse_gitlinks(&listed))
         {
             return Ok(Err(holds));
         }
         // One index listing serves the walk's gitlinks and the hidden entries.
         let content = self.probe_content(
-            &held.rg,
-            &held.wt,
-            &held.admin,
+            &locked.rg,
+            &locked.wt,
+            &locked.admin,
             Some(listed),
-            &held.shadowed,
-            &held.rec.provisioned,
+            &locked.shadowed,
+            &locked.rec.provisioned,
         )?;
-        held.rebuildable = content.rebuildable_ignored();
+        locked.rebuildable = content.rebuildable_ignored();
         Ok(plan::gate_content(&content))
     }
 
@@ -845,16 +848,16 @@ impl Engine {
 
     /// Gate 6's evidence: the durable ref, HEAD and the private tips, and the
     /// commits reachable from the tips but not from the durable ref.
-    fn probe_reachability(&self, held: &Held) -> Result<Reach> {
-        let (rg, wt, rec) = (&held.rg, held.wt.as_path(), &held.rec);
+    fn probe_reachability(&self, locked: &Locked) -> Result<Reach> {
+        let (rg, wt, rec) = (&locked.rg, locked.wt.as_path(), &locked.rec);
         // Before anything reads the tracking refs: `--fetch` updates them.
         let confirmed = if self.fetch {
-            self.confirm_remote(held)?
+            self.confirm_remote(locked)?
         } else {
             Vec::new()
         };
         let reader = crate::git::libgit2::Reader::open(Path::new(&rec.repo));
-        let head = self.head(held)?;
+        let head = self.head(locked)?;
         // The in-process reader answers for `origin` only: when config names
         // another trusted remote, or the reader cannot tell, the CLI does.
         let origin_trusted = self
@@ -974,26 +977,26 @@ impl Engine {
 
     /// The worktree's HEAD commit (`rev-parse --verify -q HEAD^{commit}`;
     /// empty if unborn), read in process where [`crate::git::libgit2`] can.
-    fn head(&self, held: &Held) -> Result<String> {
-        let common = PathBuf::from(&held.rec.repo);
+    fn head(&self, locked: &Locked) -> Result<String> {
+        let common = PathBuf::from(&locked.rec.repo);
         if let Some(h) =
-            crate::git::libgit2::Reader::open(&common).and_then(|r| r.head_commit(&held.admin))
+            crate::git::libgit2::Reader::open(&common).and_then(|r| r.head_commit(&locked.admin))
         {
             return Ok(h.unwrap_or_default());
         }
         // Unborn: git prints nothing and the head is empty.
-        Ok(ops::resolve_commit(&held.rg, &held.wt, "HEAD")?.unwrap_or_default())
+        Ok(ops::resolve_commit(&locked.rg, &locked.wt, "HEAD")?.unwrap_or_default())
     }
 
     /// Gate 7: HEAD, the bundle's sha256 and the record are unchanged; status
     /// and the walk are re-run when a bundle was written.
     fn refresh(
         &self,
-        held: &Held,
+        locked: &Locked,
         head: &str,
         archive: Option<&Archive>,
     ) -> Result<Result<(), Vec<Hold>>> {
-        let now = self.head(held)?;
+        let now = self.head(locked)?;
         if now != head {
             return Ok(Err(vec![Hold::new(
                 HoldReason::Unprovable,
@@ -1006,28 +1009,28 @@ impl Engine {
         // the refresh after archiving).
         if archive.is_some() {
             let content = self.probe_content(
-                &held.rg,
-                &held.wt,
-                &held.admin,
+                &locked.rg,
+                &locked.wt,
+                &locked.admin,
                 None,
-                &held.shadowed,
-                &held.rec.provisioned,
+                &locked.shadowed,
+                &locked.rec.provisioned,
             )?;
             if let Err(holds) = plan::gate_content(&content) {
                 return Ok(Err(holds));
             }
-            let walk = crate::os::walk::inventory(&held.top);
+            let walk = crate::os::walk::inventory(&locked.top);
             if let Err(holds) = plan::gate_inventory(&walk, &[]) {
                 return Ok(Err(holds));
             }
         }
         if let Some(h) = archive
             .filter(|a| a.has_bundle())
-            .and_then(|a| bundle_changed(a, held.bundle.as_ref()))
+            .and_then(|a| bundle_changed(a, locked.bundle.as_ref()))
         {
             return Ok(Err(vec![h]));
         }
-        if self.reg.get(&held.rec.id)? != held.rec {
+        if self.reg.get(&locked.rec.id)? != locked.rec {
             return Ok(Err(vec![Hold::new(
                 HoldReason::RetireInProgress,
                 "the record changed during the retire",
@@ -1040,32 +1043,33 @@ impl Engine {
     /// `git worktree remove`, read back, tombstone, unlink the lease file.
     fn remove(
         &self,
-        held: &mut Held,
+        locked: &mut Locked,
         reach: &Reach,
         report: &mut TargetReport,
         own_branch: bool,
     ) -> Result<Result<(), Vec<Hold>>> {
-        let id = held.rec.id.clone();
-        let repo = PathBuf::from(&held.rec.repo);
-        let bytes = held.inventory.bytes;
-        let free_before = free_bytes(&held.rec.root.path());
+        let id = locked.rec.id.clone();
+        let repo = PathBuf::from(&locked.rec.repo);
+        let bytes = locked.inventory.bytes;
+        let free_before = free_bytes(&locked.rec.root.path());
         self.reg
             .update(&id, |r| Ok(r.set_state(State::Retiring)?))?;
         crate::os::fault::point("retire-before-remove");
         // Identity once more, right before git deletes by path.
-        let wt_id = held.rec.worktree.clone().expect("gate 2 saw a worktree");
-        let again = self.gate_identity(&held.rg, &held.rec).and_then(|_| {
+        let wt_id = locked.rec.worktree.clone().expect("gate 2 saw a worktree");
+        let again = self.gate_identity(&locked.rg, &locked.rec).and_then(|_| {
             let archive = report.archive.as_ref().filter(|a| a.has_bundle());
-            match archive.and_then(|a| bundle_changed(a, held.bundle.as_ref())) {
+            match archive.and_then(|a| bundle_changed(a, locked.bundle.as_ref())) {
                 Some(h) => Err(h),
                 None => Ok(()),
             }
         });
         let again = again.and_then(|()| {
             // Declared rebuildable output goes first, by lease itself.
-            held.rebuildable
+            locked
+                .rebuildable
                 .iter()
-                .try_for_each(|p| crate::os::walk::remove_beneath(&held.top, p))
+                .try_for_each(|p| crate::os::walk::remove_beneath(&locked.top, p))
         });
         if let Err(h) = again {
             self.reg
@@ -1076,7 +1080,7 @@ impl Engine {
         // before the removal (SPEC gate 8). A crash after this leaves a
         // `retiring` record with an unlocked tree: the reconciler locks it
         // again and runs the gates.
-        let unlocked = match self.unlock_own(held, &repo) {
+        let unlocked = match self.unlock_own(locked, &repo) {
             Ok(u) => u,
             Err(e) => {
                 self.reg
@@ -1088,12 +1092,12 @@ impl Engine {
             }
         };
         crate::os::fault::point("retire-unlocked");
-        let out = ops::worktree_remove(&held.rg, &repo, &held.wt)?;
-        let gone =
-            fs::symlink_metadata(&held.wt).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound);
-        let listed = ops::worktrees(&held.rg, &repo)?
+        let out = ops::worktree_remove(&locked.rg, &repo, &locked.wt)?;
+        let gone = fs::symlink_metadata(&locked.wt)
+            .is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound);
+        let listed = ops::worktrees(&locked.rg, &repo)?
             .iter()
-            .any(|e| e.path == held.wt.as_os_str().as_bytes());
+            .any(|e| e.path == locked.wt.as_os_str().as_bytes());
         if !out.ok || !gone || listed {
             let detail = format!(
                 "git worktree remove: {}; directory {}, registration {}",
@@ -1106,9 +1110,9 @@ impl Engine {
                 // Refused and intact: locked again, back to terminal.
                 if unlocked
                     && let Err(e) = ops::worktree_lock(
-                        &held.rg,
+                        &locked.rg,
                         &repo,
-                        &held.wt,
+                        &locked.wt,
                         &git::admin::lock_reason(&id, self.reg.root().path()),
                     )
                 {
@@ -1124,7 +1128,7 @@ impl Engine {
         // Branch hygiene: lease's own `lease/<id prefix>` branch goes
         // without being asked; any other only with `--delete-branch`.
         let branch = if self.delete_branch || own_branch {
-            self.clean_branch(held, reach, report.archive.as_ref(), !self.delete_branch)?
+            self.clean_branch(locked, reach, report.archive.as_ref(), !self.delete_branch)?
         } else {
             None
         };
@@ -1134,28 +1138,28 @@ impl Engine {
             removed_at: crate::model::fmt::now(),
             bytes_reclaimed: bytes,
             free_before,
-            free_after: free_bytes(&held.rec.root.path()),
+            free_after: free_bytes(&locked.rec.root.path()),
             evidence: serde_json::json!({
                 "head": reach.head,
                 "durable": reach.durable.as_ref().map(|(r, o)| serde_json::json!({"ref": r, "oid": o, "kind": plan::durable_kind(r)})),
                 "unique_commits": reach.unique.len(),
                 "confirmed_remote_tips": reach.confirmed,
-                "rebuildable_deleted": held.rebuildable.iter().map(|p| crate::model::fmt::lossless(p)).collect::<Vec<_>>(),
-                "archive": held.rec.archive.as_ref().map(|a| a.location.clone()),
+                "rebuildable_deleted": locked.rebuildable.iter().map(|p| crate::model::fmt::lossless(p)).collect::<Vec<_>>(),
+                "archive": locked.rec.archive.as_ref().map(|a| a.location.clone()),
                 "archival_refs": report.archive.as_ref().and_then(|a| a.remote.as_ref()).map(|r| serde_json::json!({"url": r.url, "refs": r.refs})),
                 "git": {"path": self.git.path().to_string_lossy(), "version": self.git.version()},
-                "trusted_filters": held.rg.trusted(),
+                "trusted_filters": locked.rg.trusted(),
             }),
             branch: branch.clone(),
         };
         // The lease file goes under the exclusive lock, which closes with
         // `held.lock`.
-        let proof = held
+        let proof = locked
             .lock
             .as_ref()
             .map_or(LeaseProof::Unproven, LeaseProof::Exclusive);
         remove_record(&self.reg, &id, tomb.clone(), proof, |_| Ok(true))?;
-        drop(held.lock.take());
+        drop(locked.lock.take());
         report.disposition = Disposition::Removed;
         report.tombstone = Some(tomb);
         report.branch = branch;
@@ -1166,16 +1170,16 @@ impl Engine {
     /// the admin directory's `locked` names this record and state root;
     /// returns whether it did. Any other lock was held by gate 2, which ran
     /// again just before.
-    fn unlock_own(&self, held: &Held, repo: &Path) -> Result<bool> {
-        let Some(reason) = crate::os::fs::read_small(&held.admin.join("locked")) else {
+    fn unlock_own(&self, locked: &Locked, repo: &Path) -> Result<bool> {
+        let Some(reason) = crate::os::fs::read_small(&locked.admin.join("locked")) else {
             return Ok(false);
         };
         let reason = String::from_utf8_lossy(&reason);
-        let lock = git::admin::classify_lock(Some(&reason), &held.rec.id, self.reg.root().path());
+        let lock = git::admin::classify_lock(Some(&reason), &locked.rec.id, self.reg.root().path());
         if lock != evidence::LockSeen::Ours {
             return Ok(false);
         }
-        ops::worktree_unlock(&held.rg, repo, &held.wt)?;
+        ops::worktree_unlock(&locked.rg, repo, &locked.wt)?;
         Ok(true)
     }
 

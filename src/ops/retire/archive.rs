@@ -7,7 +7,7 @@ use std::io::Read;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use super::{Engine, Held, Reach};
+use super::{Engine, Locked, Reach};
 use crate::error::{IoResultExt, Result};
 use crate::git::{RepoGit, ops};
 use crate::model::evidence;
@@ -20,11 +20,11 @@ impl Engine {
     /// bundle; the result goes into the record and the audit log.
     pub(super) fn archive_all(
         &self,
-        held: &mut Held,
+        locked: &mut Locked,
         reach: &Reach,
     ) -> Result<Result<Archive, Hold>> {
         let remote = if self.archive_mode.remote() {
-            match self.push_archive(&held.rg, &held.rec, reach) {
+            match self.push_archive(&locked.rg, &locked.rec, reach) {
                 Ok(r) => Some(r),
                 Err(h) => return Ok(Err(h)),
             }
@@ -32,12 +32,12 @@ impl Engine {
             None
         };
         let mut a = if self.archive_mode.bundle() {
-            if let Err(h) = archive_outside(self.reg.root(), &held.inventory) {
+            if let Err(h) = archive_outside(self.reg.root(), &locked.inventory) {
                 return Ok(Err(h));
             }
-            match self.archive(&held.rg, &held.rec, reach) {
+            match self.archive(&locked.rg, &locked.rec, reach) {
                 Ok((a, file)) => {
-                    held.bundle = Some(file);
+                    locked.bundle = Some(file);
                     a
                 }
                 Err(h) => return Ok(Err(h)),
@@ -62,7 +62,7 @@ impl Engine {
             }
             a.remote = Some(r);
         }
-        let id = held.rec.id.clone();
+        let id = locked.rec.id.clone();
         let mut detail = vec![a.kind.clone(), a.location.clone()];
         if a.has_bundle() {
             detail.push(a.sha256.clone());
@@ -78,7 +78,7 @@ impl Engine {
             r.archive = Some(a2);
             Ok(())
         })?;
-        held.rec = self.reg.get(&id)?;
+        locked.rec = self.reg.get(&id)?;
         Ok(Ok(a))
     }
 

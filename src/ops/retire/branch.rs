@@ -18,7 +18,7 @@
 
 use std::path::PathBuf;
 
-use super::{Engine, Held, Reach};
+use super::{Engine, Locked, Reach};
 use crate::error::Result;
 use crate::git::{self, ops};
 use crate::model::reason::{Hold, HoldReason};
@@ -30,16 +30,16 @@ impl Engine {
     /// `None` when the record names no branch.
     pub(super) fn clean_branch(
         &self,
-        held: &Held,
+        locked: &Locked,
         reach: &Reach,
         archive: Option<&Archive>,
         automatic: bool,
     ) -> Result<Option<BranchCleanup>> {
-        let Some(name) = held.rec.branch.clone() else {
+        let Some(name) = locked.rec.branch.clone() else {
             return Ok(None);
         };
-        let repo = PathBuf::from(&held.rec.repo);
-        let rg = &held.rg;
+        let repo = PathBuf::from(&locked.rec.repo);
+        let rg = &locked.rg;
         let full = format!("refs/heads/{name}");
         let Some(tip) = ops::resolve_commit(rg, &repo, &full)? else {
             return Ok(Some(BranchCleanup {
@@ -115,7 +115,7 @@ impl Engine {
         };
         let reasons: Vec<HoldReason> = outcome.reason.into_iter().collect();
         let detail = vec![full, tip, outcome.detail.clone()];
-        self.reg.update(&held.rec.id, |r| {
+        self.reg.update(&locked.rec.id, |r| {
             r.audit(event, reasons, detail);
             Ok(())
         })?;

@@ -28,7 +28,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use super::{Engine, Held};
+use super::{Engine, Locked};
 use crate::error::Result;
 use crate::model::reason::Hold;
 use crate::model::report::TargetReport;
@@ -41,12 +41,12 @@ impl Engine {
     /// retire's own.
     pub(super) fn teardown(
         &self,
-        held: &mut Held,
+        locked: &mut Locked,
         report: &mut TargetReport,
     ) -> Result<std::result::Result<(), Hold>> {
         let policy = self.reg.root().policy();
         let commands = policy.teardown.value.clone();
-        let last = held
+        let last = locked
             .rec
             .teardown
             .as_ref()
@@ -66,8 +66,8 @@ impl Engine {
             ));
             return Ok(Ok(()));
         }
-        let id = held.rec.id.clone();
-        let prev = held.rec.teardown.clone();
+        let id = locked.rec.id.clone();
+        let prev = locked.rec.teardown.clone();
         let runs = prev.as_ref().map_or(0, |t| t.runs) + 1;
         let interrupted = prev.as_ref().map_or(0, |t| t.interrupted) + u32::from(after_interrupt);
         let started_at = crate::model::fmt::now();
@@ -100,7 +100,7 @@ impl Engine {
         let mut detail = vec![note];
         let mut failed = None;
         for line in &commands {
-            let seen = self.run_one(held, line, bound, runs, after_interrupt);
+            let seen = self.run_one(locked, line, bound, runs, after_interrupt);
             let h = plan::gate_teardown(&seen);
             detail.push(match &h {
                 Ok(()) => format!("`{line}` exited 0"),
@@ -126,7 +126,7 @@ impl Engine {
             }
             Ok(())
         })?;
-        held.rec = self.reg.get(&id)?;
+        locked.rec = self.reg.get(&id)?;
         Ok(match failed {
             Some(h) => Err(h),
             None => Ok(()),
@@ -136,13 +136,13 @@ impl Engine {
     /// One command line of the teardown, bounded.
     fn run_one(
         &self,
-        held: &Held,
+        locked: &Locked,
         line: &str,
         bound: Duration,
         run: u32,
         after_interrupt: bool,
     ) -> plan::TeardownSeen {
-        let mut c = crate::ops::launcher::shell_command(line, &held.wt);
+        let mut c = crate::ops::launcher::shell_command(line, &locked.wt);
         for k in [
             "LEASE_FD",
             "LEASE_FILE",
@@ -152,17 +152,17 @@ impl Engine {
         ] {
             c.env_remove(k);
         }
-        c.env("LEASE_ID", &held.rec.id)
-            .env("LEASE_WORKTREE", &held.wt)
+        c.env("LEASE_ID", &locked.rec.id)
+            .env("LEASE_WORKTREE", &locked.wt)
             .env("LEASE_HOME", self.reg.root().path())
             .env("LEASE_TEARDOWN_RUN", run.to_string());
         if after_interrupt {
             c.env("LEASE_TEARDOWN_INTERRUPTED", "1");
         }
-        if let Some(s) = held.rec.slot {
+        if let Some(s) = locked.rec.slot {
             c.env("LEASE_SLOT", s.to_string());
         }
-        if let Some(b) = &held.rec.branch {
+        if let Some(b) = &locked.rec.branch {
             c.env("LEASE_BRANCH", b);
         }
         let mut seen = plan::TeardownSeen {
@@ -184,7 +184,7 @@ impl Engine {
             Err(e) => {
                 seen.spawn_error = Some(format!(
                     "/bin/sh in `{}`: {e}",
-                    Path::new(&held.wt).display()
+                    Path::new(&locked.wt).display()
                 ))
             }
         }
