@@ -1,0 +1,242 @@
+//! Gate 5 of a retire (SPEC "Gates", "Truthful content probes"): lease's
+//! own walk of the tree, then git's view of it (changes, untracked and
+//! ignored files, hidden index edits, operations in progress), with filters
+//! run only where the operator trusts them.
+
+use crate::error::{IoResultExt, Result};
+use crate::git::{self, RepoGit, ops};
+use crate::model::evidence;
+use crate::model::reason::{Hold, HoldReason};
+use crate::plan::{self};
+use std::fs;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::Path;
+
+use super::{Engine, Locked};
+
+/// Files in a worktree's admin directory that mean an operation is in progress.
+const OPS: &[&str] = &[
+    "MERGE_HEAD",
+    "CHERRY_PICK_HEAD",
+    "REVERT_HEAD",
+    "BISECT_LOG",
+    "rebase-merge",
+    "rebase-apply",
+    "index.lock",
+];
+
+impl Engine {
+    /// Gate 5, lease's own walk, made before gate 4 and kept in `held`
+    /// (mounts, special files, unreadable or undeletable directories,
+    /// immutable or append-only entries, nested repositories and
+    /// submodules), then git's view (changes, untracked, ignored, hidden
+    /// index edits, operations in progress).
+    pub(super) fn probe_tree(&self, locked: &mut Locked) -> Result<Result<(), Vec<Hold>>> {
+        if let Some(h) = self.lfs_extensions(&locked.rg, &locked.wt)? {
+            return Ok(Err(vec![h]));
+        }
+        let listed = ops::index_listing(&locked.rg, &locked.wt)?;
+        if let Err(holds) =
+            plan::gate_inventory(&locked.inventory, &git::parse::parse_gitlinks(&listed))
+        {
+            return Ok(Err(holds));
+        }
+        // One index listing serves the walk's gitlinks and the hidden entries.
+        let content = self.probe_content(
+            &locked.rg,
+            &locked.wt,
+            &locked.admin,
+            Some(listed),
+            &locked.shadowed,
+            &locked.rec.provisioned,
+        )?;
+        locked.rebuildable = content.rebuildable_ignored();
+        Ok(plan::gate_content(&content))
+    }
+
+    /// `repo-config-executes` when a trusted driver runs git-lfs and the
+    /// repository's config (or the worktree's) sets `lfs.extension.*`:
+    /// git-lfs runs an extension's `clean` command inside its own clean
+    /// filter (measured, git-lfs 3.3), a program the repository chose that
+    /// lease's git config cannot switch off for git-lfs.
+    pub(super) fn lfs_extensions(&self, rg: &RepoGit, wt: &Path) -> Result<Option<Hold>> {
+        let runs_lfs = rg.trusted().iter().any(|t| {
+            t.driver == "lfs"
+                || [&t.clean, &t.process]
+                    .iter()
+                    .any(|c| c.as_deref().is_some_and(|c| c.contains("git-lfs")))
+        });
+        if !runs_lfs {
+            return Ok(None);
+        }
+        let keys = ops::config_names(rg, wt, r"^lfs\.extension\.")?;
+        let Some(first) = keys.first() else {
+            return Ok(None);
+        };
+        let section = first
+            .rsplit_once('.')
+            .map_or(first.as_str(), |(s, _)| s)
+            .to_string();
+        Ok(Some(Hold::new(
+            HoldReason::RepoConfigExecutes,
+            format!(
+                "the repository's config sets `{}`: git-lfs runs lfs.extension programs inside the trusted `lfs` filter, and lease cannot switch them off; remove them (`git config --remove-section {section}`) or drop `lfs` from trusted_filters",
+                keys.join("`, `")
+            ),
+        )))
+    }
+
+    /// Gate 5's evidence: status with untracked and ignored files forced
+    /// visible, hidden index edits, operations in progress.
+    pub(super) fn probe_content(
+        &self,
+        rg: &RepoGit,
+        wt: &Path,
+        admin: &Path,
+        listed: Option<Vec<u8>>,
+        shadowed: &[evidence::TrustedFilter],
+        provisioned: &[crate::model::record::Provisioned],
+    ) -> Result<evidence::ContentEvidence> {
+        let status = ops::status(rg, wt)?;
+        let listed = match listed {
+            Some(l) => l,
+            None => ops::index_listing(rg, wt)?,
+        };
+        let mut hidden = Vec::new();
+        for e in git::parse::parse_hidden(&listed) {
+            if !self.hidden_entry_matches(rg, wt, &e)? {
+                hidden.push(e);
+            }
+        }
+        // Paths that differ only in the worktree may differ only because
+        // lease neutralized their filter driver: ask which driver each
+        // names (SPEC "Truthful content probes").
+        let mut candidates: Vec<Vec<u8>> = status
+            .iter()
+            .filter(|e| &e.xy == b" M")
+            .map(|e| e.path.clone())
+            .collect();
+        candidates.extend(hidden.iter().map(|e| e.path.clone()));
+        let mut filtered = Vec::new();
+        for (path, driver) in ops::filter_attrs(rg, wt, &candidates)? {
+            let named = |t: &evidence::TrustedFilter| t.driver.as_bytes() == driver;
+            let trust = if rg.trusted().iter().any(named) {
+                evidence::FilterTrust::Ran
+            } else if shadowed.iter().any(named) {
+                evidence::FilterTrust::Shadowed
+            } else if self
+                .reg
+                .root()
+                .policy()
+                .trusted_filters
+                .value
+                .iter()
+                .any(|t| t.as_bytes() == driver)
+            {
+                evidence::FilterTrust::Undefined
+            } else {
+                evidence::FilterTrust::Untrusted
+            };
+            filtered.push(evidence::FilteredPath {
+                path,
+                driver,
+                trust,
+            });
+        }
+        // A hidden entry of a trusted driver is compared as git would
+        // compare it: the file cleaned by that driver.
+        let mut differs = Vec::new();
+        for e in hidden {
+            let ran = filtered
+                .iter()
+                .any(|f| f.path == e.path && f.trust == evidence::FilterTrust::Ran);
+            if !(ran && self.hidden_entry_matches_filtered(rg, wt, &e)?) {
+                differs.push(e.path);
+            }
+        }
+        let ops = OPS
+            .iter()
+            .filter(|o| fs::symlink_metadata(admin.join(o)).is_ok())
+            .map(|o| (*o).to_string())
+            .collect();
+        Ok(evidence::ContentEvidence {
+            status,
+            hidden: differs,
+            ops,
+            rebuildable: self.rebuildable.clone(),
+            filtered,
+            provisioned: provisioned
+                .iter()
+                .map(|p| {
+                    (
+                        p.path.as_bytes().to_vec(),
+                        crate::ops::provision::unchanged(wt, p),
+                    )
+                })
+                .collect(),
+        })
+    }
+
+    /// Returns true if the regular file behind hidden entry `e` hashes to
+    /// the index's blob once cleaned by its (trusted) filter driver
+    /// (`hash-object --stdin --path`, which applies the path's attributes).
+    pub(super) fn hidden_entry_matches_filtered(
+        &self,
+        rg: &RepoGit,
+        wt: &Path,
+        e: &git::parse::HiddenEntry,
+    ) -> Result<bool> {
+        let path = wt.join(std::ffi::OsStr::from_bytes(&e.path));
+        let Ok(f) = fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+            .open(&path)
+        else {
+            return Ok(false);
+        };
+        if !f.metadata().at(&path)?.file_type().is_file() {
+            return Ok(false);
+        }
+        Ok(ops::hash_cleaned(rg, wt, f, &e.path)? == e.oid)
+    }
+
+    /// Returns true if the file behind a skip-worktree or assume-unchanged
+    /// entry is absent (sparse checkout) or equal to the index: a regular file
+    /// hashed as a blob from an `O_NOFOLLOW|O_NONBLOCK` descriptor, a symlink
+    /// compared by its link text. Anything else does not match.
+    pub(super) fn hidden_entry_matches(
+        &self,
+        rg: &RepoGit,
+        wt: &Path,
+        e: &git::parse::HiddenEntry,
+    ) -> Result<bool> {
+        let path = wt.join(std::ffi::OsStr::from_bytes(&e.path));
+        let meta = match fs::symlink_metadata(&path) {
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(true),
+            Err(err) => return Err(err).at(&path),
+            Ok(m) => m,
+        };
+        if meta.file_type().is_file() {
+            let Ok(f) = fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+                .open(&path)
+            else {
+                return Ok(false);
+            };
+            let exec = meta.mode() & 0o111 != 0;
+            if (e.mode == "100755") != exec {
+                return Ok(false);
+            }
+            let oid = ops::hash_raw(rg, wt, f)?;
+            Ok(oid == e.oid && e.mode.starts_with("100"))
+        } else if meta.file_type().is_symlink() {
+            let text = fs::read_link(&path).at(&path)?;
+            let blob = ops::blob(rg, wt, &e.oid)?;
+            Ok(e.mode == "120000" && blob == text.as_os_str().as_bytes())
+        } else {
+            Ok(false)
+        }
+    }
+}
