@@ -124,11 +124,13 @@ struct Cli {
     #[arg(long, global = true, value_name = "FILE")]
     config: Option<PathBuf>,
     #[command(subcommand)]
-    command: Cmd,
+    command: Verb,
 }
 
+/// The subcommands (one file per verb under `cli/`; `git::Cmd` is the one
+/// git command builder).
 #[derive(Debug, Subcommand)]
-enum Cmd {
+enum Verb {
     /// Run a command in a leased worktree (created, or adopted with --adopt).
     ///
     /// The command and every descendant that keeps the inherited descriptor
@@ -222,37 +224,37 @@ enum Cmd {
     Generate(generate::Args),
 }
 
-impl Cmd {
+impl Verb {
     /// Returns true if the command was asked for JSON output (`--json`).
     fn json(&self) -> bool {
         match self {
-            Cmd::Exec(a) => a.json,
-            Cmd::Create(a) => a.json,
+            Verb::Exec(a) => a.json,
+            Verb::Create(a) => a.json,
             // The keeper's stdio is /dev/null; the hook speaks its host's
             // contract (docs/guide.md), never lease's JSON document.
-            Cmd::Keeper(_) | Cmd::Hook(_) => false,
-            Cmd::Retire(a) => a.json,
-            Cmd::List(a) => a.json,
-            Cmd::Show(a) => a.json,
-            Cmd::Hold(a) => a.json,
-            Cmd::Release(a) => a.json,
-            Cmd::Reap(a) => a.json,
-            Cmd::Adopt(a) => a.json,
-            Cmd::Repair(a) => a.json,
-            Cmd::Join(a) => a.json,
-            Cmd::Restore(a) => a.json,
-            Cmd::Archives(a) => a.json,
-            Cmd::Archive { action } => match action {
+            Verb::Keeper(_) | Verb::Hook(_) => false,
+            Verb::Retire(a) => a.json,
+            Verb::List(a) => a.json,
+            Verb::Show(a) => a.json,
+            Verb::Hold(a) => a.json,
+            Verb::Release(a) => a.json,
+            Verb::Reap(a) => a.json,
+            Verb::Adopt(a) => a.json,
+            Verb::Repair(a) => a.json,
+            Verb::Join(a) => a.json,
+            Verb::Restore(a) => a.json,
+            Verb::Archives(a) => a.json,
+            Verb::Archive { action } => match action {
                 archive::ArchiveCmd::Verify { json, .. }
                 | archive::ArchiveCmd::Drop { json, .. } => *json,
             },
-            Cmd::Audit { action } => match action {
+            Verb::Audit { action } => match action {
                 audit::AuditCmd::Verify { json } => *json,
             },
-            Cmd::Config(a) => a.json,
-            Cmd::Doctor(a) => a.json,
-            Cmd::Metrics(a) => a.json,
-            Cmd::Generate(_) => false,
+            Verb::Config(a) => a.json,
+            Verb::Doctor(a) => a.json,
+            Verb::Metrics(a) => a.json,
+            Verb::Generate(_) => false,
         }
     }
 }
@@ -296,11 +298,11 @@ pub fn run() -> ExitCode {
     };
     log::install(cli.verbose, cli.quiet, cli.log_format);
     QUIET.store(cli.quiet, std::sync::atomic::Ordering::Relaxed);
-    let is_exec = matches!(cli.command, Cmd::Exec(_));
+    let is_exec = matches!(cli.command, Verb::Exec(_));
     // The policy is resolved once, here, and handed to the command
     // (`ops::Ctx`); `join` and `generate` read no config.
     let mut ctx = crate::ops::Ctx::defaults();
-    if !matches!(cli.command, Cmd::Join(_) | Cmd::Generate(_)) {
+    if !matches!(cli.command, Verb::Join(_) | Verb::Generate(_)) {
         let flags = flag_layer(&cli.command);
         let resolved = config::load_layers(cli.config.as_deref()).and_then(|mut l| {
             l.push((crate::policy::LayerFrom::Flags, flags));
@@ -323,10 +325,10 @@ pub fn run() -> ExitCode {
         }
     }
     match &cli.command {
-        Cmd::Retire(retire::Args { json, .. })
-        | Cmd::Reap(reap::Args { json, .. })
-        | Cmd::Restore(restore::Args { json, .. })
-        | Cmd::Archive {
+        Verb::Retire(retire::Args { json, .. })
+        | Verb::Reap(reap::Args { json, .. })
+        | Verb::Restore(restore::Args { json, .. })
+        | Verb::Archive {
             action: archive::ArchiveCmd::Verify { json, .. },
         } => progress::install(*json, cli.quiet),
         _ => {}
@@ -334,24 +336,24 @@ pub fn run() -> ExitCode {
     let json = cli.command.json();
     let finish = |r: Result<u8>| finish(r, json);
     match cli.command {
-        Cmd::Exec(a) => exec::run(&ctx, a),
-        Cmd::Create(a) => create::run(&ctx, a, cli.config.clone()),
-        Cmd::Keeper(a) => create::keeper(&ctx, a),
-        Cmd::Retire(a) => finish(retire::run(&ctx, a)),
-        Cmd::List(a) => finish(list::run(&ctx, a)),
-        Cmd::Show(a) => finish(show::run(&ctx, a)),
-        Cmd::Hold(a) => finish(hold::run(&ctx, a)),
-        Cmd::Release(a) => finish(release::run(&ctx, a)),
-        Cmd::Reap(a) => finish(reap::run(&ctx, a)),
-        Cmd::Adopt(a) => finish(adopt::run(&ctx, a)),
-        Cmd::Repair(a) => finish(repair::run(&ctx, a)),
-        Cmd::Join(a) => join::run(&ctx, a),
-        Cmd::Restore(a) => finish(restore::run(&ctx, a)),
-        Cmd::Archives(a) => finish(archives::run(&ctx, a)),
-        Cmd::Archive {
+        Verb::Exec(a) => exec::run(&ctx, a),
+        Verb::Create(a) => create::run(&ctx, a, cli.config.clone()),
+        Verb::Keeper(a) => create::keeper(&ctx, a),
+        Verb::Retire(a) => finish(retire::run(&ctx, a)),
+        Verb::List(a) => finish(list::run(&ctx, a)),
+        Verb::Show(a) => finish(show::run(&ctx, a)),
+        Verb::Hold(a) => finish(hold::run(&ctx, a)),
+        Verb::Release(a) => finish(release::run(&ctx, a)),
+        Verb::Reap(a) => finish(reap::run(&ctx, a)),
+        Verb::Adopt(a) => finish(adopt::run(&ctx, a)),
+        Verb::Repair(a) => finish(repair::run(&ctx, a)),
+        Verb::Join(a) => join::run(&ctx, a),
+        Verb::Restore(a) => finish(restore::run(&ctx, a)),
+        Verb::Archives(a) => finish(archives::run(&ctx, a)),
+        Verb::Archive {
             action: archive::ArchiveCmd::Verify { id, json },
         } => finish(archive::verify(&ctx, &id, json)),
-        Cmd::Archive {
+        Verb::Archive {
             action:
                 archive::ArchiveCmd::Drop {
                     id,
@@ -359,14 +361,14 @@ pub fn run() -> ExitCode {
                     json,
                 },
         } => finish(archive::drop(&ctx, &id, unreachable_ok, json)),
-        Cmd::Audit {
+        Verb::Audit {
             action: audit::AuditCmd::Verify { json },
         } => finish(audit::verify(&ctx, json)),
-        Cmd::Config(a) => finish(config::run(&ctx, a)),
-        Cmd::Doctor(a) => finish(doctor::run(&ctx, a)),
-        Cmd::Metrics(a) => finish(metrics::run(&ctx, a)),
-        Cmd::Generate(a) => finish(generate::run(a)),
-        Cmd::Hook(a) => hook::run(&ctx, a, cli.config.clone()),
+        Verb::Config(a) => finish(config::run(&ctx, a)),
+        Verb::Doctor(a) => finish(doctor::run(&ctx, a)),
+        Verb::Metrics(a) => finish(metrics::run(&ctx, a)),
+        Verb::Generate(a) => finish(generate::run(a)),
+        Verb::Hook(a) => hook::run(&ctx, a, cli.config.clone()),
     }
 }
 
@@ -585,11 +587,11 @@ fn usage_json(message: &str, code: u8) -> serde_json::Value {
 }
 
 /// The flags of `cmd` that feed config (the last layer of the policy).
-fn flag_layer(cmd: &Cmd) -> crate::policy::Layer {
+fn flag_layer(cmd: &Verb) -> crate::policy::Layer {
     match cmd {
-        Cmd::Exec(a) => exec::flag_layer(a),
-        Cmd::Retire(a) => retire::flag_layer(a),
-        Cmd::Reap(a) => reap::flag_layer(a),
+        Verb::Exec(a) => exec::flag_layer(a),
+        Verb::Retire(a) => retire::flag_layer(a),
+        Verb::Reap(a) => reap::flag_layer(a),
         _ => crate::policy::Layer::default(),
     }
 }

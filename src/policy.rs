@@ -198,7 +198,7 @@ const FLAG_KEYS: &[(&str, &str)] = &[
 /// `process_audit`: what gate 4 does with processes it could not audit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Audit {
+pub enum ProcessAudit {
     /// Report how many processes could not be audited.
     Normal,
     /// Hold (`unprovable`) when any could not be audited.
@@ -225,7 +225,7 @@ pub struct Layer {
     /// Output paths (relative to a worktree top) lease may delete.
     pub rebuildable: Option<Vec<String>>,
     /// `normal` or `strict`.
-    pub process_audit: Option<Audit>,
+    pub process_audit: Option<ProcessAudit>,
     /// Allow a worktree root under `/tmp`, `/var/tmp` or `$TMPDIR`.
     pub allow_temp_worktree_root: Option<bool>,
     /// Where retires archive commits that are not durable: `bundle`,
@@ -378,7 +378,7 @@ pub struct Policy {
     /// Declared rebuildable output paths.
     pub rebuildable: Sourced<Vec<String>>,
     /// Gate 4's audit mode.
-    pub process_audit: Sourced<Audit>,
+    pub process_audit: Sourced<ProcessAudit>,
     /// Whether a worktree root under a temp directory is allowed.
     pub allow_temp_worktree_root: Sourced<bool>,
     /// Where gate 6 archives commits that are not durable.
@@ -409,7 +409,7 @@ impl Policy {
 
     /// True if gate 4 holds on processes it could not audit.
     pub fn strict_audit(&self) -> bool {
-        self.process_audit.value == Audit::Strict
+        self.process_audit.value == ProcessAudit::Strict
     }
 
     /// The default owner: the configured one, else `manual:<user name>`,
@@ -451,7 +451,7 @@ pub fn resolve(layers: &[(LayerFrom, Layer)]) -> Result<Policy> {
         },
         orphan_grace: sourced(DEFAULT_ORPHAN_GRACE.as_secs(), Source::Default),
         rebuildable: sourced(Vec::new(), Source::Default),
-        process_audit: sourced(Audit::Normal, Source::Default),
+        process_audit: sourced(ProcessAudit::Normal, Source::Default),
         allow_temp_worktree_root: sourced(false, Source::Default),
         archive: sourced(ArchiveMode::default(), Source::Default),
         trusted_filters: sourced(Vec::new(), Source::Default),
@@ -715,8 +715,8 @@ pub fn env_layer(get: &dyn Fn(&str) -> Option<String>) -> Result<Layer> {
     let var = |k: &str| get(k).filter(|v| !v.is_empty());
     let process_audit = match var("LEASE_PROCESS_AUDIT").as_deref() {
         None => None,
-        Some("normal") => Some(Audit::Normal),
-        Some("strict") => Some(Audit::Strict),
+        Some("normal") => Some(ProcessAudit::Normal),
+        Some("strict") => Some(ProcessAudit::Strict),
         Some(v) => {
             return Err(Error::Usage(format!(
                 "`LEASE_PROCESS_AUDIT` is `{v}`; use `normal` or `strict`"
@@ -858,7 +858,7 @@ mod tests {
         let p = resolve(&[]).unwrap();
         assert_eq!(p.min_free.bounds(), vec![DEFAULT_MIN_FREE]);
         assert_eq!(p.min_free.bytes.unwrap().source, Source::Default);
-        assert_eq!(p.process_audit.value, Audit::Normal);
+        assert_eq!(p.process_audit.value, ProcessAudit::Normal);
         assert!(!p.allow_temp_worktree_root.value);
         assert!(p.rebuildable.value.is_empty());
         assert_eq!(p.orphan_grace.value, DEFAULT_ORPHAN_GRACE.as_secs());
@@ -968,14 +968,14 @@ mod tests {
         let strict = file(
             "/etc.toml",
             Layer {
-                process_audit: Some(Audit::Strict),
+                process_audit: Some(ProcessAudit::Strict),
                 ..Layer::default()
             },
         );
         let normal = (
             LayerFrom::Env,
             Layer {
-                process_audit: Some(Audit::Normal),
+                process_audit: Some(ProcessAudit::Normal),
                 ..Layer::default()
             },
         );
@@ -1053,7 +1053,7 @@ mod tests {
             ..Layer::default()
         };
         let strict = Layer {
-            process_audit: Some(Audit::Strict),
+            process_audit: Some(ProcessAudit::Strict),
             ..Layer::default()
         };
         for (a, b) in [("1G", "10G"), ("10G", "1G")] {
@@ -1204,7 +1204,7 @@ mod tests {
             "process_audit = \"strict\"\nrebuildable = [\"target\"]\nallow_temp_worktree_root = true\n",
         )
         .unwrap();
-        assert_eq!(l.process_audit, Some(Audit::Strict));
+        assert_eq!(l.process_audit, Some(ProcessAudit::Strict));
         assert!(parse_file(Path::new("/x"), "process_audit = \"lax\"\n").is_err());
     }
 
