@@ -24,8 +24,8 @@ check 'FIXME' 'FIXME left in' src tests
 check 'remove_dir_all' 'remove_dir_all crosses mounts and deletes by path; delete through git or a checked walker' src
 check '\.unlock\(' 'never unlock a lease: close the descriptor (LOCK_UN frees every inherited copy)' src
 check 'FlockOperation::Unlock|libc::LOCK_UN' 'never LOCK_UN' src
-check 'Command::new' 'run git only through the builder in src/git.rs (launcher.rs and launcher/join.rs run the user command)' \
-  $(find src -name '*.rs' | grep -v -e '^src/git.rs$' -e '^src/ops/launcher.rs$' -e '^src/ops/launcher/join.rs$')
+check 'Command::new' 'run git only through the builder in src/git.rs (launcher.rs, launcher/supervise.rs and launcher/join.rs run the user command)' \
+  $(find src -name '*.rs' | grep -v -e '^src/git.rs$' -e '^src/ops/launcher.rs$' -e '^src/ops/launcher/join.rs$' -e '^src/ops/launcher/supervise.rs$')
 # The floors (ARCHITECTURE.md): git commands are built only in git/, one
 # typed function per subcommand in git/ops.rs.
 check '\.(cmd|plain|user|far_side)\(' 'build git commands only in src/git/ (add a typed function to src/git/ops.rs)' \
