@@ -1,5 +1,7 @@
 //! One typed function per git subcommand lease runs, built on the
 //! sanitized builder of [`crate::git`] (ARCHITECTURE.md "git/ops.rs").
+//! One file past 800 lines on purpose: it is the inventory of every git
+//! command lease runs, each with its exact arguments, read as one list.
 //!
 //! First residents: `git worktree add --lock`, `lock` and `unlock`, for
 //! git's own worktree lock that lease keeps on every worktree whose record
