@@ -30,11 +30,12 @@
 //! | 2 decisions | [`plan`] | every gate and reconcile decision, pure functions of floor 1 |
 //! | 3 adapters | [`os`] ([`os::process`], [`os::fs`], [`os::walk`], [`os::atomic`], [`os::lease`], [`os::procfs`], [`os::fault`]), [`git`] ([`git::ops`], [`git::parse`], [`git::libgit2`], [`git::admin`], [`git::refs`]) | the only code that talks to the kernel (`rustix`, `unsafe` in `os::process` and `git::libgit2` only) or runs git (one typed function per subcommand in `git::ops`) |
 //! | 4 state | [`store`] ([`store::root`], [`store::registry`], [`store::audit`], [`store::orphans`]) | the state root, the records, the hash-chained audit log |
-//! | 5 operations | [`ops`] ([`ops::launcher`] exec and join, [`ops::retire`] the engine, [`ops::reap`] the reconciler, [`ops::restore`], [`ops::hold`], [`ops::repair`], [`ops::create`], [`ops::keeper`], [`ops::intent`], [`ops::hook`], [`ops::metrics`]) | one module per verb; the only place effects are sequenced |
+//! | 5 operations | [`ops`] ([`ops::launcher`] exec and join, [`ops::retire`] the engine, [`ops::reap`] the reconciler, [`ops::restore`], [`ops::hold`], [`ops::repair`], [`ops::create`], [`ops::keeper`], [`ops::intent`], [`ops::hook`], [`ops::metrics`], [`ops::removal`] the one way a record ends; [`ops::Ctx`] the policy each operation is given) | one module per verb; the only place effects are sequenced |
 //! | 6 the face | [`cli`] | clap, rendering, the exit-code table, config loading; the only code that prints |
 //!
-//! Who deletes worktrees: [`ops::retire`] (its `git worktree remove`, after
-//! every gate). What runs git: [`git`]. What touches the kernel: [`os`].
+//! Who deletes worktrees: [`ops::retire`] (its one `git worktree remove`,
+//! in `ops/retire/remove.rs`, after every gate). Who ends a record:
+//! [`ops::removal`]. What runs git: [`git`]. What touches the kernel: [`os`].
 
 pub mod cli;
 pub mod error;
