@@ -64,6 +64,7 @@ mod audit;
 mod config;
 mod create;
 mod doctor;
+mod du;
 mod exec;
 mod fast;
 mod generate;
@@ -152,6 +153,12 @@ enum Cmd {
     List(list::Args),
     /// Show one record.
     Show(show::Args),
+    /// Show the disk each worktree holds, by class, and what a retire would reclaim now.
+    ///
+    /// Classes: tracked, untracked, ignored work, provisioned and unchanged,
+    /// declared rebuildable, git admin. One walk per worktree; reads only
+    /// (the record keeps the measured size), never locks the lease.
+    Du(du::Args),
     /// Keep a worktree for a named owner (the record becomes retained).
     ///
     /// On an active record the hold is recorded now and takes effect when
@@ -234,6 +241,7 @@ impl Cmd {
             Cmd::Retire(a) => a.json,
             Cmd::List(a) => a.json,
             Cmd::Show(a) => a.json,
+            Cmd::Du(a) => a.json,
             Cmd::Hold(a) => a.json,
             Cmd::Release(a) => a.json,
             Cmd::Reap(a) => a.json,
@@ -337,6 +345,7 @@ pub fn run() -> ExitCode {
         Cmd::Retire(a) => finish(retire::run(a)),
         Cmd::List(a) => finish(list::run(a)),
         Cmd::Show(a) => finish(show::run(a)),
+        Cmd::Du(a) => finish(du::run(a)),
         Cmd::Hold(a) => finish(hold::run(a)),
         Cmd::Release(a) => finish(release::run(a)),
         Cmd::Reap(a) => finish(reap::run(a)),

@@ -27,6 +27,7 @@ use crate::error::{Error, IoResultExt, Result};
 use crate::git::admin::linked_admin;
 use crate::git::refs::{durable_ref, trusted_remote};
 use crate::git::{self, Git, RepoGit, ops};
+use crate::model::disk::{DiskUsage, Size};
 use crate::model::evidence;
 use crate::model::reason::{self, Disposition, Hold, HoldReason};
 use crate::model::record::{Archive, Record, State, Tombstone};
@@ -72,6 +73,8 @@ pub struct Engine {
     fetch: bool,
     /// A dry run of the content gates only ([`Engine::content_only`]).
     content_only: bool,
+    /// `lease du`'s assessment ([`Engine::assessing`]).
+    assess: bool,
 }
 
 /// Everything the later gates need once gates 1 to 3 passed.
@@ -92,6 +95,10 @@ struct Held {
     rebuildable: Vec<Vec<u8>>,
     /// Trusted drivers the repository's `process` shadows (not run).
     shadowed: Vec<evidence::TrustedFilter>,
+    /// git's status of the tree, once gate 5 read it (for the measurement).
+    status: Option<Vec<evidence::StatusEntry>>,
+    /// Provisioned paths and whether each is unchanged, once gate 5 judged them.
+    provisioned: Option<Vec<(Vec<u8>, bool)>>,
 }
 
 impl Engine {
@@ -109,7 +116,22 @@ impl Engine {
             delete_branch: false,
             fetch: false,
             content_only: false,
+            assess: false,
         }
+    }
+
+    /// Makes this engine `lease du`'s read-only assessment: a dry run (no
+    /// lock taken, nothing written) that runs every gate it can without
+    /// the exclusive lease and reports all that would hold, not only the
+    /// first: retention, a live launcher (gate 1), the lease's holders as
+    /// `/proc` shows them (gate 3) and processes inside (gate 4) are noted
+    /// and the walk and gate 5 run anyway, so the tree is measured
+    /// ([`TargetReport::usage`]) whatever holds it. Only a gate that leaves
+    /// nothing to walk (a missing repository, gate 2's identity) stops it.
+    pub fn assessing(mut self) -> Engine {
+        self.dry_run = true;
+        self.assess = true;
+        self
     }
 
     /// Makes this engine a dry run that judges the worktree's content only,
@@ -221,8 +243,12 @@ impl Engine {
             Ok(Err(holds)) => {
                 let codes: Vec<String> = holds.iter().map(|h| h.reason.code()).collect();
                 tracing::info!(id, reasons = ?codes, dry_run = self.dry_run, "held by a gate");
+                let size = report.usage.as_ref().map(|u| Size {
+                    bytes: u.total(),
+                    at: crate::model::fmt::now(),
+                });
                 if !self.dry_run
-                    && let Err(e) = self.reg.record_hold(id, &holds)
+                    && let Err(e) = self.reg.record_hold_measured(id, &holds, size)
                 {
                     report.error = Some(e.to_string());
                 }
@@ -249,12 +275,48 @@ impl Engine {
     }
 
     fn run(&self, rec: Record, report: &mut TargetReport) -> Result<Result<(), Vec<Hold>>> {
+        // An assessment notes the holds of the gates it does not stop at
+        // (`soft`) and reports them first, with whatever held later.
+        let mut soft = Vec::new();
+        let out = self.run_gates(rec, report, &mut soft);
+        if soft.is_empty() {
+            return out;
+        }
+        Ok(match out? {
+            Ok(()) => Err(soft),
+            Err(holds) => {
+                soft.extend(holds);
+                Err(soft)
+            }
+        })
+    }
+
+    /// Notes `h` as a hold an assessment goes on past (`Ok`), or returns it
+    /// as the one that stops every other engine (`Err`).
+    fn soft(&self, soft: &mut Vec<Hold>, h: Hold) -> std::result::Result<(), Vec<Hold>> {
+        if self.assess {
+            soft.push(h);
+            Ok(())
+        } else {
+            Err(vec![h])
+        }
+    }
+
+    fn run_gates(
+        &self,
+        rec: Record,
+        report: &mut TargetReport,
+        soft: &mut Vec<Hold>,
+    ) -> Result<Result<(), Vec<Hold>>> {
         // A hold made while the record was active waits for `terminal`.
-        if let Err(h) = plan::gate_retention(rec.state, rec.retention.as_ref()) {
-            return Ok(Err(vec![h]));
+        if let Err(h) = plan::gate_retention(rec.state, rec.retention.as_ref())
+            && let Err(holds) = self.soft(soft, h)
+        {
+            return Ok(Err(holds));
         }
         // Gate 1: state.
-        let alive = rec.any_launcher_alive(crate::os::process::is_alive) && !self.content_only;
+        let alive = rec.any_launcher_alive(crate::os::process::is_alive)
+            && (!self.content_only || self.assess);
         let state_gate = match plan::gate_state(rec.state, alive) {
             Ok(g) => g,
             Err(mut h) => {
@@ -276,11 +338,24 @@ impl Engine {
                         r.until.as_deref().unwrap_or("released")
                     );
                 }
-                return Ok(Err(vec![h]));
+                // An assessment goes on past a live launcher or a retention
+                // (the tree is there to measure), as if the record were free.
+                let past = match h.reason {
+                    HoldReason::LauncherAlive => plan::gate_state(rec.state, false).ok(),
+                    HoldReason::Retained => Some(StateGate::Proceed),
+                    _ => None,
+                };
+                match past {
+                    Some(g) if self.assess => {
+                        soft.push(h);
+                        g
+                    }
+                    _ => return Ok(Err(vec![h])),
+                }
             }
         };
         // Gates 2 and 3.
-        let mut held = match self.gates_path_and_lease(rec, state_gate)? {
+        let mut held = match self.gates_path_and_lease(rec, state_gate, soft)? {
             Ok(h) => h,
             Err(holds) => return Ok(Err(holds)),
         };
@@ -302,16 +377,22 @@ impl Engine {
             .lease
             .as_ref()
             .map(crate::model::record::FileId::id);
-        if !self.content_only {
+        if !self.content_only || self.assess {
             let procs =
                 crate::os::procfs::audit(&held.wt, &held.inventory, lease_id, strict_audit());
-            if let Err(h) = plan::gate_processes(&procs) {
-                return Ok(Err(vec![h]));
+            if let Err(h) = plan::gate_processes(&procs)
+                && let Err(holds) = self.soft(soft, h)
+            {
+                return Ok(Err(holds));
             }
         }
 
         // Gate 5: lease's own walk, then git.
-        if let Err(holds) = self.probe_tree(&mut held)? {
+        let tree = self.probe_tree(&mut held)?;
+        // The walk's bytes by class, from the status gate 5 read (an
+        // assessment that gate 5 stopped early asks git for it once).
+        report.usage = self.measure(&mut held)?;
+        if let Err(holds) = tree {
             return Ok(Err(holds));
         }
 
@@ -413,6 +494,7 @@ impl Engine {
         &self,
         rec: Record,
         state_gate: StateGate,
+        soft: &mut Vec<Hold>,
     ) -> Result<Result<Held, Vec<Hold>>> {
         let repo = PathBuf::from(&rec.repo);
         if !repo.is_dir() {
@@ -461,10 +543,12 @@ impl Engine {
                 return Ok(Err(vec![h]));
             }
             // Never locked: learn holders from descriptors and /proc/locks.
-            if !self.content_only {
+            if !self.content_only || self.assess {
                 let seen = crate::os::procfs::lease_seen(&lease.path(), lease.id());
-                if let Err(h) = plan::gate_lease_seen(&seen) {
-                    return Ok(Err(vec![h]));
+                if let Err(h) = plan::gate_lease_seen(&seen)
+                    && let Err(holds) = self.soft(soft, h)
+                {
+                    return Ok(Err(holds));
                 }
             }
             None
@@ -517,6 +601,8 @@ impl Engine {
             inventory: evidence::Inventory::default(),
             rebuildable: Vec::new(),
             shadowed,
+            status: None,
+            provisioned: None,
         }))
     }
 
@@ -617,7 +703,45 @@ impl Engine {
             &held.rec.provisioned,
         )?;
         held.rebuildable = content.rebuildable_ignored();
-        Ok(plan::gate_content(&content))
+        let verdict = plan::gate_content(&content);
+        held.status = Some(content.status);
+        held.provisioned = Some(content.provisioned);
+        Ok(verdict)
+    }
+
+    /// The tree's bytes by class ([`DiskUsage::classify`]) from the walk
+    /// in `held` and gate 5's status, with the admin directory walked too.
+    /// `None` when gate 5 held before reading the status, except in an
+    /// assessment, which then reads it (`git status`, as gate 5 would).
+    fn measure(&self, held: &mut Held) -> Result<Option<DiskUsage>> {
+        if held.status.is_none() && self.assess {
+            held.status = Some(ops::status(&held.rg, &held.wt)?);
+        }
+        let Some(status) = &held.status else {
+            return Ok(None);
+        };
+        let provisioned = match &held.provisioned {
+            Some(p) => p.clone(),
+            None => held
+                .rec
+                .provisioned
+                .iter()
+                .map(|p| {
+                    (
+                        p.path.as_bytes().to_vec(),
+                        crate::ops::provision::unchanged(&held.wt, p),
+                    )
+                })
+                .collect(),
+        };
+        let admin = crate::os::walk::dir_bytes(&held.admin).unwrap_or(0);
+        Ok(Some(DiskUsage::classify(
+            &held.inventory.files,
+            status,
+            &provisioned,
+            &self.rebuildable,
+            admin,
+        )))
     }
 
     /// `repo-config-executes` when a trusted driver runs git-lfs and the
@@ -1136,8 +1260,15 @@ impl Engine {
             branch: branch.clone(),
         };
         let t2 = tomb.clone();
+        let size = report.usage.as_ref().map(|u| Size {
+            bytes: u.total(),
+            at: tomb.removed_at.clone(),
+        });
         self.reg.update(&id, |r| {
             r.tombstone = Some(t2);
+            if size.is_some() {
+                r.size = size;
+            }
             Ok(r.set_state(State::Removed)?)
         })?;
         if let Some(lease) = &held.rec.lease {
