@@ -1143,9 +1143,24 @@ def report(d, out):
               % (fs, (k or {}).get("error", "?"), mib(hw)))
         else:
             w("| keeper peak RSS (VmHWM), next to the launcher's | 17 | %s | | launcher %s | tiny: <= the launcher's | not built yet (`lease create --help` fails) |" % (fs, mib(hw)))
-    w("| provisioning a 200 MB ignored tree: reflink vs copy | 18 | both | | `cp --reflink` / `cp` | | %s |"
-      % ("probe found `provision` in `lease config`; the row is not written yet: add it to scripts/bench" if meta.get("provision_probe")
-         else "not built yet (`lease config` lists no `provision`)"))
+    prov = {}
+    if os.path.exists(os.path.join(d, "provision.json")):
+        prov = json.load(open(os.path.join(d, "provision.json")))
+    if prov.get("rows"):
+        # scripts/bench-provision: lease exec --keep -- true provisioning the
+        # tree, against cp -r of it on the same filesystem, interleaved.
+        for name in ("reflink", "copy"):
+            r = prov["rows"].get(name)
+            fs = "xfs image (reflink=1)" if name == "reflink" else (r or {}).get("fs", "disk")
+            if r:
+                w("| provisioning a %d MB ignored tree: %s (n=%d) | 18 | %s | `lease exec --keep -- true` %s (provisioned by %s) | `cp -r` %s | context: the ratio against `cp -r` | %.2fx |"
+                  % (prov["mb"], name, prov["rounds"], fs, ms(r["lease"] * 1000), r["how"], ms(r["cp"] * 1000), r["ratio"]))
+            else:
+                w("| provisioning a %d MB ignored tree: reflink | 18 | xfs image | | `cp -r` | context | %s |"
+                  % (prov["mb"], prov.get("reflink_note") or "not measured"))
+    else:
+        w("| provisioning a 200 MB ignored tree: reflink vs copy | 18 | both | | `cp -r` | | %s |"
+          % (prov.get("error") or "not measured (scripts/bench-provision wrote nothing)"))
     for fs, r in runs.items():
         h = r.j("hist-bundles.json", {}) or {}
         hl, hg = h.get("lease_bytes"), h.get("git_bytes")

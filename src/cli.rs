@@ -64,6 +64,7 @@ mod audit;
 mod config;
 mod create;
 mod doctor;
+mod du;
 mod exec;
 mod fast;
 mod generate;
@@ -154,6 +155,12 @@ enum Verb {
     List(list::Args),
     /// Show one record.
     Show(show::Args),
+    /// Show the disk each worktree holds, by class, and what a retire would reclaim now.
+    ///
+    /// Classes: tracked, untracked, ignored work, provisioned and unchanged,
+    /// declared rebuildable, git admin. One walk per worktree; reads only
+    /// (the record keeps the measured size), never locks the lease.
+    Du(du::Args),
     /// Keep a worktree for a named owner (the record becomes retained).
     ///
     /// On an active record the hold is recorded now and takes effect when
@@ -236,6 +243,7 @@ impl Verb {
             Verb::Retire(a) => a.json,
             Verb::List(a) => a.json,
             Verb::Show(a) => a.json,
+            Verb::Du(a) => a.json,
             Verb::Hold(a) => a.json,
             Verb::Release(a) => a.json,
             Verb::Reap(a) => a.json,
@@ -342,6 +350,7 @@ pub fn run() -> ExitCode {
         Verb::Retire(a) => finish(retire::run(&ctx, a)),
         Verb::List(a) => finish(list::run(&ctx, a)),
         Verb::Show(a) => finish(show::run(&ctx, a)),
+        Verb::Du(a) => finish(du::run(&ctx, a)),
         Verb::Hold(a) => finish(hold::run(&ctx, a)),
         Verb::Release(a) => finish(release::run(&ctx, a)),
         Verb::Reap(a) => finish(reap::run(&ctx, a)),

@@ -2,6 +2,7 @@
 //! (ARCHITECTURE.md floor 5).
 
 pub mod create;
+pub mod du;
 pub mod hold;
 pub mod hook;
 pub mod intent;

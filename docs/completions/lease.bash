@@ -37,6 +37,9 @@ _lease() {
             lease,doctor)
                 cmd="lease__subcmd__doctor"
                 ;;
+            lease,du)
+                cmd="lease__subcmd__du"
+                ;;
             lease,exec)
                 cmd="lease__subcmd__exec"
                 ;;
@@ -132,6 +135,9 @@ _lease() {
                 ;;
             lease__subcmd__help,doctor)
                 cmd="lease__subcmd__help__subcmd__doctor"
+                ;;
+            lease__subcmd__help,du)
+                cmd="lease__subcmd__help__subcmd__du"
                 ;;
             lease__subcmd__help,exec)
                 cmd="lease__subcmd__help__subcmd__exec"
@@ -239,7 +245,7 @@ _lease() {
 
     case "${cmd}" in
         lease)
-            opts="-v -q -h -V --verbose --quiet --log-format --config --help --version exec create keeper retire list show hold release reap adopt repair join restore archives archive audit config doctor metrics hook generate help"
+            opts="-v -q -h -V --verbose --quiet --log-format --config --help --version exec create keeper retire list show du hold release reap adopt repair join restore archives archive audit config doctor metrics hook generate help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -602,6 +608,28 @@ _lease() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        lease__subcmd__du)
+            opts="-v -q -h --bytes --json --verbose --quiet --log-format --config --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         lease__subcmd__exec)
             opts="-v -q -h --repo --branch --base --adopt --resume --keep --owner --min-free --reap-if-low --allow-temp-root --rebuildable --json --verbose --quiet --log-format --config --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -683,7 +711,7 @@ _lease() {
             return 0
             ;;
         lease__subcmd__help)
-            opts="exec create keeper retire list show hold release reap adopt repair join restore archives archive audit config doctor metrics hook generate help"
+            opts="exec create keeper retire list show du hold release reap adopt repair join restore archives archive audit config doctor metrics hook generate help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -823,6 +851,20 @@ _lease() {
             return 0
             ;;
         lease__subcmd__help__subcmd__doctor)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        lease__subcmd__help__subcmd__du)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )

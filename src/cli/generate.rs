@@ -137,6 +137,9 @@ The config keys \fBworktree_root\fR, \fBtrusted_remote\fR, \fBgit\fR, \fBowner\f
 \fBLEASE_ID\fR, \fBLEASE_FD\fR, \fBLEASE_FILE\fR, \fBLEASE_IDENTITY\fR, \fBLEASE_WORKTREE\fR
 Set by \fBlease exec\fR for its command (the record id, the lease descriptor's number, the lease file, its identity, the worktree); read by \fBlease join\fR. Never configuration.
 .TP
+\fBLEASE_SLOT\fR
+Set by \fBlease exec\fR for its command (and for config \fBteardown\fR): the record's slot, the lowest integer (from 0) no other record of the state root that is not removed holds; for ports. Absent for records made before slots existed. Never configuration.
+.TP
 \fBRUST_LOG\fR
 When set and not empty, chooses what is logged on stderr (it replaces \fB\-v\fR and \fB\-q\fR).
 .PP

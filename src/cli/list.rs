@@ -224,9 +224,14 @@ fn age(at: &str, now: std::time::SystemTime) -> String {
 }
 
 /// The last measured size of record `r`'s worktree, in bytes: what its
-/// removal reclaimed, for a removed record; none measured otherwise yet.
+/// removal reclaimed, for a removed record; else the record's `size` (the
+/// last `lease du` or retire walk), if it was ever measured.
 fn size_of(r: &Record) -> Option<u64> {
-    r.tombstone.as_ref().map(|t| t.bytes_reclaimed)
+    match (&r.tombstone, &r.size) {
+        (Some(t), _) if r.state == State::Removed => Some(t.bytes_reclaimed),
+        (_, Some(s)) if r.state != State::Removed => Some(s.bytes),
+        _ => None,
+    }
 }
 
 pub(super) fn list(ctx: &crate::ops::Ctx, a: &Args) -> Result<u8> {

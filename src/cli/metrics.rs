@@ -57,15 +57,23 @@ pub(super) fn metrics(ctx: &crate::ops::Ctx, out: Option<&Path>, json: bool) -> 
 }
 
 /// The counts of `s` as JSON: `records` by state name, `unreadable`,
-/// `archives`, `archive_bytes`, `reclaimed_bytes` (bytes).
+/// `archives`, `archive_bytes`, `reclaimed_bytes` (bytes), and
+/// `worktree_bytes` by state name (the last measured sizes, bytes).
 fn snapshot_json(s: &crate::ops::metrics::Snapshot) -> serde_json::Value {
     let records: serde_json::Map<String, serde_json::Value> = crate::model::record::State::ALL
         .iter()
         .zip(s.records)
         .map(|(st, n)| (st.name().to_string(), serde_json::json!(n)))
         .collect();
+    let worktree_bytes: serde_json::Map<String, serde_json::Value> =
+        crate::model::record::State::ALL
+            .iter()
+            .zip(s.worktree_bytes)
+            .map(|(st, n)| (st.name().to_string(), serde_json::json!(n)))
+            .collect();
     serde_json::json!({
         "records": records,
+        "worktree_bytes": worktree_bytes,
         "unreadable": s.unreadable,
         "archives": s.archives,
         "archive_bytes": s.archive_bytes,

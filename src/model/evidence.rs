@@ -187,6 +187,10 @@ pub struct Protected {
 pub struct Inventory {
     /// Sum of `st_size` over every non-directory entry, in bytes.
     pub bytes: u64,
+    /// Every regular file and symlink the walk counted in `bytes` (a
+    /// nested repository's `.git` file too), with its `st_size` in bytes:
+    /// what `lease du` classifies by git's status.
+    pub files: Vec<(Vec<u8>, u64)>,
     /// Entries on another mount than the top (bind mounts included).
     pub mounts: Vec<Vec<u8>>,
     /// FIFOs, sockets, device nodes.

@@ -549,6 +549,12 @@ pub struct Record {
     /// slot is free again. Absent in records written before it existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slot: Option<u32>,
+    /// The last measured size of the worktree (by `lease du`, or by a
+    /// retire's walk; SPEC "Provisioned files, disk, and hygiene": `lease
+    /// list` shows it). Absent until measured, and in records written
+    /// before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<crate::model::disk::Size>,
     /// What provisioning copied or symlinked into the worktree at creation
     /// (SPEC "Provisioned files, disk, and hygiene"); at retire an entry
     /// still identical is not work.
@@ -622,6 +628,7 @@ impl Record {
             attempts_dropped: 0,
             tombstone: None,
             slot: None,
+            size: None,
             provisioned: Vec::new(),
             teardown: None,
             restored_from: None,

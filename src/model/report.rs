@@ -43,6 +43,11 @@ pub struct TargetReport {
     pub filters: Vec<crate::model::evidence::TrustedFilter>,
     /// An error lease hit while deciding (the target then counts as failed, exit 3).
     pub error: Option<String>,
+    /// What the walk measured, by class, when gate 5 ran (or, for `lease
+    /// du`, whenever the tree was walked). Not part of the retire report's
+    /// JSON: `lease du` prints it.
+    #[serde(skip)]
+    pub usage: Option<crate::model::disk::DiskUsage>,
 }
 
 impl TargetReport {
@@ -62,6 +67,7 @@ impl TargetReport {
             branch: None,
             filters: Vec::new(),
             error: None,
+            usage: None,
         }
     }
 

@@ -76,6 +76,11 @@ pub struct Created {
     pub branch: String,
     /// The keeper's pid.
     pub keeper_pid: u32,
+    /// The record's slot (what `lease exec` passes as `LEASE_SLOT`: a host
+    /// picks its ports from it; SPEC "Provisioned files, disk, and
+    /// hygiene"). Always set for a record made now.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slot: Option<u32>,
 }
 
 /// Runs `lease create`. Returns once the keeper holds the lease.
@@ -103,7 +108,8 @@ pub fn create(ctx: &crate::ops::Ctx, req: CreateRequest) -> Result<Created> {
         command: Vec::new(),
     };
     let p = crate::ops::launcher::create(&reg, &git, &exec_req, session)?;
-    let branch = reg.get(&p.id)?.branch.unwrap_or_default();
+    let made = reg.get(&p.id)?;
+    let (branch, slot) = (made.branch.unwrap_or_default(), made.slot);
     match start_keeper(&p, &bound, req.config.as_deref()) {
         Ok(keeper_pid) => {
             // The keeper holds the lease now: ours may close.
@@ -121,6 +127,7 @@ pub fn create(ctx: &crate::ops::Ctx, req: CreateRequest) -> Result<Created> {
                 path: crate::store::root::utf8(&worktree)?,
                 branch,
                 keeper_pid,
+                slot,
             })
         }
         Err(why) => Err(abandon_tree(&reg, git, p, &why)),

@@ -2,10 +2,13 @@
 //! collector: records by state, archives and their bytes, unreadable
 //! records, bytes reclaimed by removals.
 //!
-//! Only what is cheap and certain is exported. Bytes in retained and held
-//! worktrees are not: knowing them means walking every worktree, which a
-//! scrape-interval timer should not do. There is no last-reap metric yet
-//! because reap keeps no summary file to read it from.
+//! Only what is cheap and certain is exported: the bytes of live
+//! worktrees are the last sizes measured (record key `size`, written by
+//! `lease du` and by a retire's walk), summed per state, never a walk of
+//! every worktree, which a scrape-interval timer should not do. There is no
+//! last-reap metric yet because reap keeps no summary file to read it from.
+//! Labels carry states only, never a path or an id (Prometheus naming:
+//! base units, `_bytes`; these are gauges, so no `_total`).
 
 use std::fmt::Write as _;
 use std::fs;
@@ -28,6 +31,11 @@ pub struct Snapshot {
     pub archive_bytes: u64,
     /// Sum of `bytes_reclaimed` over the tombstones of removed records.
     pub reclaimed_bytes: u64,
+    /// Per state, in [`State::ALL`] order: the sum of the last measured
+    /// sizes (record `size.bytes`) of its records; records never measured
+    /// add nothing, and `removed` is always 0 (its tree is gone; what its
+    /// removal freed is in `reclaimed_bytes`).
+    pub worktree_bytes: [u64; State::ALL.len()],
 }
 
 /// Returns the snapshot of `reg`'s state root. Reads only: records, and the
@@ -42,6 +50,9 @@ pub fn gather(reg: &Registry) -> Result<Snapshot> {
                     .position(|x| *x == r.state)
                     .expect("State::ALL lists every state");
                 s.records[i] += 1;
+                if let Some(size) = r.size.as_ref().filter(|_| r.state != State::Removed) {
+                    s.worktree_bytes[i] += size.bytes;
+                }
                 if let Some(t) = &r.tombstone {
                     s.reclaimed_bytes += t.bytes_reclaimed;
                 }
@@ -114,6 +125,14 @@ pub fn render(s: &Snapshot) -> String {
         "Bytes reclaimed by the removals still recorded in tombstones.",
     );
     let _ = writeln!(o, "lease_reclaimed_bytes {}", s.reclaimed_bytes);
+    head(
+        &mut o,
+        "lease_worktree_bytes",
+        "Bytes of worktrees (tree and admin directory) as last measured by lease du or a retire, by state.",
+    );
+    for (state, n) in State::ALL.iter().zip(s.worktree_bytes) {
+        let _ = writeln!(o, "lease_worktree_bytes{{state=\"{}\"}} {n}", state.name());
+    }
     o
 }
 
@@ -134,8 +153,33 @@ mod tests {
         assert!(text.contains("lease_records{state=\"active\"} 2\n"));
         assert!(text.contains("lease_records{state=\"removed\"} 0\n"));
         assert!(text.contains("lease_archive_bytes 42\n"));
-        assert_eq!(text.matches("# HELP ").count(), 5);
-        assert_eq!(text.matches("# TYPE ").count(), 5);
+        assert_eq!(text.matches("# HELP ").count(), 6);
+        assert_eq!(text.matches("# TYPE ").count(), 6);
         assert!(text.ends_with('\n'));
+    }
+
+    #[test]
+    fn worktree_bytes_are_gauges_per_state_without_paths() {
+        let mut s = empty();
+        s.worktree_bytes[1] = 4096;
+        let text = render(&s);
+        assert!(text.contains("# TYPE lease_worktree_bytes gauge\n"));
+        assert!(text.contains("lease_worktree_bytes{state=\"active\"} 4096\n"));
+        for state in State::ALL {
+            assert!(text.contains(&format!(
+                "lease_worktree_bytes{{state=\"{}\"}}",
+                state.name()
+            )));
+        }
+        let samples: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with("lease_worktree_bytes{"))
+            .collect();
+        assert_eq!(samples.len(), State::ALL.len());
+        assert!(
+            samples.iter().all(|l| l.matches('=').count() == 1),
+            "one label, the state"
+        );
+        assert!(!text.contains("_total"), "gauges only");
     }
 }

@@ -24,11 +24,12 @@ use std::path::{Path, PathBuf};
 use crate::error::{Error, IoResultExt, Result};
 use crate::git::refs::trusted_remote;
 use crate::git::{self, Git, RepoGit, ops};
+use crate::model::disk::Size;
 use crate::model::evidence;
 use crate::model::reason::{self, Disposition, Hold, HoldReason};
 use crate::model::record::{Archive, Record, State};
 use crate::model::report::TargetReport;
-use crate::plan::{self};
+use crate::plan::{self, StateGate};
 use crate::policy::ArchiveMode;
 use crate::store::registry::{Loaded, Registry};
 
@@ -61,6 +62,8 @@ pub struct Engine {
     fetch: bool,
     /// A dry run of the content gates only ([`Engine::content_only`]).
     content_only: bool,
+    /// `lease du`'s assessment ([`Engine::assessing`]).
+    assess: bool,
 }
 
 /// Everything the later gates need once gates 1 to 3 passed: the record,
@@ -84,6 +87,10 @@ struct Locked {
     rebuildable: Vec<Vec<u8>>,
     /// Trusted drivers the repository's `process` shadows (not run).
     shadowed: Vec<evidence::TrustedFilter>,
+    /// git's status of the tree, once gate 5 read it (for the measurement).
+    status: Option<Vec<evidence::StatusEntry>>,
+    /// Provisioned paths and whether each is unchanged, once gate 5 judged them.
+    provisioned: Option<Vec<(Vec<u8>, bool)>>,
 }
 
 impl Engine {
@@ -103,7 +110,22 @@ impl Engine {
             delete_branch: false,
             fetch: false,
             content_only: false,
+            assess: false,
         }
+    }
+
+    /// Makes this engine `lease du`'s read-only assessment: a dry run (no
+    /// lock taken, nothing written) that runs every gate it can without
+    /// the exclusive lease and reports all that would hold, not only the
+    /// first: retention, a live launcher (gate 1), the lease's holders as
+    /// `/proc` shows them (gate 3) and processes inside (gate 4) are noted
+    /// and the walk and gate 5 run anyway, so the tree is measured
+    /// ([`TargetReport::usage`]) whatever holds it. Only a gate that leaves
+    /// nothing to walk (a missing repository, gate 2's identity) stops it.
+    pub fn assessing(mut self) -> Engine {
+        self.dry_run = true;
+        self.assess = true;
+        self
     }
 
     /// Makes this engine a dry run that judges the worktree's content only,
@@ -215,8 +237,12 @@ impl Engine {
             Ok(Err(holds)) => {
                 let codes: Vec<String> = holds.iter().map(|h| h.reason.code()).collect();
                 tracing::info!(id, reasons = ?codes, dry_run = self.dry_run, "held by a gate");
+                let size = report.usage.as_ref().map(|u| Size {
+                    bytes: u.total(),
+                    at: crate::model::fmt::now(),
+                });
                 if !self.dry_run
-                    && let Err(e) = self.reg.record_hold(id, &holds)
+                    && let Err(e) = self.reg.record_hold_measured(id, &holds, size)
                 {
                     report.error = Some(e.to_string());
                 }
@@ -243,12 +269,48 @@ impl Engine {
     }
 
     fn run(&self, rec: Record, report: &mut TargetReport) -> Result<Result<(), Vec<Hold>>> {
+        // An assessment notes the holds of the gates it does not stop at
+        // (`soft`) and reports them first, with whatever held later.
+        let mut soft = Vec::new();
+        let out = self.run_gates(rec, report, &mut soft);
+        if soft.is_empty() {
+            return out;
+        }
+        Ok(match out? {
+            Ok(()) => Err(soft),
+            Err(holds) => {
+                soft.extend(holds);
+                Err(soft)
+            }
+        })
+    }
+
+    /// Notes `h` as a hold an assessment goes on past (`Ok`), or returns it
+    /// as the one that stops every other engine (`Err`).
+    fn soft(&self, soft: &mut Vec<Hold>, h: Hold) -> std::result::Result<(), Vec<Hold>> {
+        if self.assess {
+            soft.push(h);
+            Ok(())
+        } else {
+            Err(vec![h])
+        }
+    }
+
+    fn run_gates(
+        &self,
+        rec: Record,
+        report: &mut TargetReport,
+        soft: &mut Vec<Hold>,
+    ) -> Result<Result<(), Vec<Hold>>> {
         // A hold made while the record was active waits for `terminal`.
-        if let Err(h) = plan::gate_retention(rec.state, rec.retention.as_ref()) {
-            return Ok(Err(vec![h]));
+        if let Err(h) = plan::gate_retention(rec.state, rec.retention.as_ref())
+            && let Err(holds) = self.soft(soft, h)
+        {
+            return Ok(Err(holds));
         }
         // Gate 1: state.
-        let alive = rec.any_launcher_alive(crate::os::process::is_alive) && !self.content_only;
+        let alive = rec.any_launcher_alive(crate::os::process::is_alive)
+            && (!self.content_only || self.assess);
         let state_gate = match plan::gate_state(rec.state, alive) {
             Ok(g) => g,
             Err(mut h) => {
@@ -270,11 +332,24 @@ impl Engine {
                         r.until.as_deref().unwrap_or("released")
                     );
                 }
-                return Ok(Err(vec![h]));
+                // An assessment goes on past a live launcher or a retention
+                // (the tree is there to measure), as if the record were free.
+                let past = match h.reason {
+                    HoldReason::LauncherAlive => plan::gate_state(rec.state, false).ok(),
+                    HoldReason::Retained => Some(StateGate::Proceed),
+                    _ => None,
+                };
+                match past {
+                    Some(g) if self.assess => {
+                        soft.push(h);
+                        g
+                    }
+                    _ => return Ok(Err(vec![h])),
+                }
             }
         };
         // Gates 2 and 3.
-        let mut locked = match self.gates_path_and_lease(rec, state_gate)? {
+        let mut locked = match self.gates_path_and_lease(rec, state_gate, soft)? {
             Ok(h) => h,
             Err(holds) => return Ok(Err(holds)),
         };
@@ -296,20 +371,26 @@ impl Engine {
             .lease
             .as_ref()
             .map(crate::model::record::FileId::id);
-        if !self.content_only {
+        if !self.content_only || self.assess {
             let procs = crate::os::procfs::audit(
                 &locked.wt,
                 &locked.inventory,
                 lease_id,
                 self.reg.root().policy().strict_audit(),
             );
-            if let Err(h) = plan::gate_processes(&procs) {
-                return Ok(Err(vec![h]));
+            if let Err(h) = plan::gate_processes(&procs)
+                && let Err(holds) = self.soft(soft, h)
+            {
+                return Ok(Err(holds));
             }
         }
 
         // Gate 5: lease's own walk, then git.
-        if let Err(holds) = self.probe_tree(&mut locked)? {
+        let tree = self.probe_tree(&mut locked)?;
+        // The walk's bytes by class, from the status gate 5 read (an
+        // assessment that gate 5 stopped early asks git for it once).
+        report.usage = self.measure(&mut locked)?;
+        if let Err(holds) = tree {
             return Ok(Err(holds));
         }
 

@@ -277,6 +277,7 @@ pub fn inventory(top: &OwnedFd) -> Inventory {
                 inv.nested.push(rel.clone());
                 if kind == libc::S_IFREG {
                     inv.bytes += st.stx_size;
+                    inv.files.push((path, st.stx_size));
                 }
                 continue;
             }
@@ -287,12 +288,23 @@ pub fn inventory(top: &OwnedFd) -> Inventory {
                         Err(_) => inv.unreadable.push(path),
                     }
                 }
-                libc::S_IFREG | libc::S_IFLNK => inv.bytes += st.stx_size,
+                libc::S_IFREG | libc::S_IFLNK => {
+                    inv.bytes += st.stx_size;
+                    inv.files.push((path, st.stx_size));
+                }
                 _ => inv.special.push(path),
             }
         }
     }
     inv
+}
+
+/// The bytes below directory `dir` (a worktree's admin directory, for
+/// `lease du`), by [`inventory`]'s walk from a descriptor opened without
+/// following a symlink; `None` when `dir` cannot be opened as a directory.
+pub fn dir_bytes(dir: &Path) -> Option<u64> {
+    let fd = rustix::fs::open(dir, dir_flags(), Mode::empty()).ok()?;
+    Some(inventory(&fd).bytes)
 }
 
 /// Deletes `rel` (a file, a symlink, or a directory tree) below the
@@ -398,6 +410,20 @@ mod tests {
         assert_eq!(inv.nested, vec![b"vendor/lib".to_vec()]);
         assert!(inv.mounts.is_empty() && inv.unreadable.is_empty());
         assert_eq!(inv.bytes, 9 + 5 + 4, ".git link + f + the link text `/etc`");
+        let mut files = inv.files.clone();
+        files.sort();
+        let want: Vec<(Vec<u8>, u64)> = vec![
+            (b".git".to_vec(), 9),
+            (b"a/b/f".to_vec(), 5),
+            (b"a/link".to_vec(), 4),
+        ];
+        assert_eq!(files, want, "every counted entry, with its size");
+        assert_eq!(dir_bytes(&top), Some(inv.bytes));
+        assert_eq!(
+            dir_bytes(&top.join("a/link")),
+            None,
+            "a symlink is not followed"
+        );
         assert_eq!(inv.dirs.len(), 5, "top, a, a/b, vendor, vendor/lib");
     }
 

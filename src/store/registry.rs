@@ -264,9 +264,24 @@ impl Registry {
 
     /// Records a held retire: one more `attempts` entry and one audit line.
     pub fn record_hold(&self, id: &str, holds: &[crate::model::reason::Hold]) -> Result<()> {
+        self.record_hold_measured(id, holds, None)
+    }
+
+    /// [`Registry::record_hold`], also keeping `size` (the walk's
+    /// measurement, when the held retire walked the tree) as the record's
+    /// last measured size, in the same write.
+    pub fn record_hold_measured(
+        &self,
+        id: &str,
+        holds: &[crate::model::reason::Hold],
+        size: Option<crate::model::disk::Size>,
+    ) -> Result<()> {
         let reasons: Vec<HoldReason> = holds.iter().map(|h| h.reason).collect();
         let detail: Vec<String> = holds.iter().map(|h| h.detail.clone()).collect();
         self.update(id, |rec| {
+            if let Some(s) = &size {
+                rec.size = Some(s.clone());
+            }
             rec.push_attempt(Attempt {
                 at: now(),
                 reasons: reasons.clone(),

@@ -172,7 +172,7 @@ fn create_prints_only_the_path_once_the_keeper_holds_the_lease_and_the_top_direc
 }
 
 #[test]
-fn create_json_is_one_object_with_id_path_branch_and_keeper_pid() {
+fn create_json_is_one_object_with_id_path_branch_keeper_pid_and_slot() {
     let env = TestEnv::new();
     let repo = env.repo();
     let host = bound(&env);
@@ -185,8 +185,10 @@ fn create_json_is_one_object_with_id_path_branch_and_keeper_pid() {
     assert_eq!(env.record()["worktree"]["path"], path.to_str().unwrap());
     assert_eq!(
         v.as_object().unwrap().keys().collect::<Vec<_>>(),
-        ["branch", "id", "keeper_pid", "path"]
+        ["branch", "id", "keeper_pid", "path", "slot"]
     );
+    assert_eq!(v["slot"], env.record()["slot"]);
+    assert_eq!(v["slot"], 0, "the first record of the state root");
 }
 
 #[test]

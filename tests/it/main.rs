@@ -15,6 +15,7 @@ mod adversarial;
 mod archive;
 mod cli;
 mod config;
+mod du;
 mod durability;
 mod exec;
 mod faults;

@@ -752,7 +752,16 @@ impl Snapshot {
             held.len() == 1 && held[0]["event"] == "held" && held[0]["seq"] == seq,
             "the hold's event: {held:?}"
         );
-        for key in ["audit_seq", "unaudited"] {
+        // A hold after the walk also keeps what the walk measured (`size`,
+        // docs/record.md), in the same write: the only other key it sets.
+        if now.get("size").is_some() && before.get("size") != now.get("size") {
+            assert!(
+                now["size"]["bytes"].as_u64().is_some() && now["size"]["at"].is_string(),
+                "a measured size: {}",
+                now["size"]
+            );
+        }
+        for key in ["audit_seq", "unaudited", "size"] {
             before.as_object_mut().unwrap().remove(key);
             now.as_object_mut().unwrap().remove(key);
         }

@@ -5,6 +5,7 @@
 
 use crate::error::{IoResultExt, Result};
 use crate::git::{self, RepoGit, ops};
+use crate::model::disk::DiskUsage;
 use crate::model::evidence;
 use crate::model::reason::{Hold, HoldReason};
 use crate::plan::{self};
@@ -52,7 +53,45 @@ impl Engine {
             &locked.rec.provisioned,
         )?;
         locked.rebuildable = content.rebuildable_ignored();
-        Ok(plan::gate_content(&content))
+        let verdict = plan::gate_content(&content);
+        locked.status = Some(content.status);
+        locked.provisioned = Some(content.provisioned);
+        Ok(verdict)
+    }
+
+    /// The tree's bytes by class ([`DiskUsage::classify`]) from the walk
+    /// in `locked` and gate 5's status, with the admin directory walked too.
+    /// `None` when gate 5 held before reading the status, except in an
+    /// assessment, which then reads it (`git status`, as gate 5 would).
+    pub(super) fn measure(&self, locked: &mut Locked) -> Result<Option<DiskUsage>> {
+        if locked.status.is_none() && self.assess {
+            locked.status = Some(ops::status(&locked.rg, &locked.wt)?);
+        }
+        let Some(status) = &locked.status else {
+            return Ok(None);
+        };
+        let provisioned = match &locked.provisioned {
+            Some(p) => p.clone(),
+            None => locked
+                .rec
+                .provisioned
+                .iter()
+                .map(|p| {
+                    (
+                        p.path.as_bytes().to_vec(),
+                        crate::ops::provision::unchanged(&locked.wt, p),
+                    )
+                })
+                .collect(),
+        };
+        let admin = crate::os::walk::dir_bytes(&locked.admin).unwrap_or(0);
+        Ok(Some(DiskUsage::classify(
+            &locked.inventory.files,
+            status,
+            &provisioned,
+            &self.rebuildable,
+            admin,
+        )))
     }
 
     /// `repo-config-executes` when a trusted driver runs git-lfs and the

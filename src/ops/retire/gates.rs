@@ -22,6 +22,7 @@ impl Engine {
         &self,
         rec: Record,
         state_gate: StateGate,
+        soft: &mut Vec<Hold>,
     ) -> Result<Result<Locked, Vec<Hold>>> {
         let repo = PathBuf::from(&rec.repo);
         if !repo.is_dir() {
@@ -70,10 +71,12 @@ impl Engine {
                 return Ok(Err(vec![h]));
             }
             // Never locked: learn holders from descriptors and /proc/locks.
-            if !self.content_only {
+            if !self.content_only || self.assess {
                 let seen = crate::os::procfs::lease_seen(&lease.path(), lease.id());
-                if let Err(h) = plan::gate_lease_seen(&seen) {
-                    return Ok(Err(vec![h]));
+                if let Err(h) = plan::gate_lease_seen(&seen)
+                    && let Err(holds) = self.soft(soft, h)
+                {
+                    return Ok(Err(holds));
                 }
             }
             None
@@ -126,6 +129,8 @@ impl Engine {
             inventory: evidence::Inventory::default(),
             rebuildable: Vec::new(),
             shadowed,
+            status: None,
+            provisioned: None,
         }))
     }
 

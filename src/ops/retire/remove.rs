@@ -12,6 +12,7 @@ use super::archive::bundle_changed;
 use super::{Engine, Locked, Reach};
 use crate::error::Result;
 use crate::git::{self, ops};
+use crate::model::disk::Size;
 use crate::model::evidence;
 use crate::model::reason::{Disposition, Hold, HoldReason};
 use crate::model::record::{State, Tombstone};
@@ -140,7 +141,17 @@ impl Engine {
             .lock
             .as_ref()
             .map_or(LeaseProof::Unproven, LeaseProof::Exclusive);
-        remove_record(&self.reg, &id, tomb.clone(), proof, |_| Ok(true))?;
+        // The measured size goes with the record (`lease list` shows it).
+        let size = report.usage.as_ref().map(|u| Size {
+            bytes: u.total(),
+            at: tomb.removed_at.clone(),
+        });
+        remove_record(&self.reg, &id, tomb.clone(), proof, |r| {
+            if size.is_some() {
+                r.size = size;
+            }
+            Ok(true)
+        })?;
         drop(locked.lock.take());
         report.disposition = Disposition::Removed;
         report.tombstone = Some(tomb);
