@@ -236,6 +236,12 @@ fn list_shows_the_size_after_du_and_after_a_held_retire() {
     assert_eq!(list(&env)["size"]["bytes"], total);
     let o = env.lease().args(["list", "--bytes"]).output().unwrap();
     assert!(stdout(&o).contains(&format!(" {total} ")), "{}", stdout(&o));
+    let o = env.lease().args(["show", &id]).output().unwrap();
+    assert!(
+        stdout(&o).contains(&format!("size:      3.0M ({total} bytes, measured at ")),
+        "{}",
+        stdout(&o)
+    );
 }
 
 #[test]
