@@ -50,6 +50,14 @@ pub(super) fn show(ctx: &crate::ops::Ctx, id: &str, json: bool) -> Result<u8> {
     if let Some(slot) = r.slot {
         out!("slot:      {slot} (LEASE_SLOT)");
     }
+    if let Some(size) = r.size.as_ref().filter(|_| r.state != State::Removed) {
+        out!(
+            "size:      {} ({} bytes, measured at {}; `lease du` measures again)",
+            super::list::human_bytes(size.bytes),
+            size.bytes,
+            size.at
+        );
+    }
     let pids: Vec<String> = v["holders"]
         .as_array()
         .into_iter()

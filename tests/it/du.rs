@@ -236,6 +236,12 @@ fn list_shows_the_size_after_du_and_after_a_held_retire() {
     assert_eq!(list(&env)["size"]["bytes"], total);
     let o = env.lease().args(["list", "--bytes"]).output().unwrap();
     assert!(stdout(&o).contains(&format!(" {total} ")), "{}", stdout(&o));
+    let o = env.lease().args(["show", &id]).output().unwrap();
+    assert!(
+        stdout(&o).contains(&format!("size:      3.0M ({total} bytes, measured at ")),
+        "{}",
+        stdout(&o)
+    );
 }
 
 #[test]
@@ -266,4 +272,56 @@ fn metrics_export_the_measured_bytes_per_state() {
     let o = env.lease().args(["metrics", "--json"]).output().unwrap();
     let m: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert_eq!(m["worktree_bytes"]["terminal"], total, "{m:#}");
+}
+
+#[test]
+fn du_measures_a_retained_worktree_and_names_the_retention() {
+    let env = TestEnv::new();
+    let repo = repo(&env);
+    let o = env
+        .lease()
+        .current_dir(&repo)
+        .args([
+            "exec",
+            "--keep",
+            "--",
+            "sh",
+            "-c",
+            "head -c 4096 /dev/zero > scratch.bin",
+        ])
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+    let rec = env.record();
+    assert_eq!(rec["state"], "retained");
+    let id = rec["id"].as_str().unwrap().to_string();
+    let before = Snapshot::take(&env, &repo, &id);
+    let v = du_json(&env, &[&id[..8]]);
+    let t = &v["targets"][0];
+    assert_eq!(
+        t["bytes"]["untracked"], 4096,
+        "measured though retained: {t:#}"
+    );
+    assert_eq!(t["bytes"]["provisioned"], ENV.len() as u64, "{t:#}");
+    let reasons: Vec<&str> = t["reasons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        reasons,
+        ["retained", "untracked"],
+        "every gate that would hold: {t:#}"
+    );
+    let id8 = &id[..8];
+    assert_eq!(
+        t["next"],
+        format!("lease release {id8} && lease retire {id8}").as_str()
+    );
+    before.assert_tree_and_admin_unchanged(&env, &repo);
+    let after = env.record_of(&id);
+    assert_eq!(after["state"], "retained");
+    assert_eq!(after["retention"], rec["retention"]);
+    assert_eq!(after["size"]["bytes"], t["bytes"]["total"]);
 }
