@@ -1,6 +1,6 @@
-//! `lease reap`, `lease hold`/`release` and `lease repair`: crash recovery at
-//! each fault point, a report over every state, retention, one reaper at a
-//! time, and scoped repair of one stale registration.
+//! `lease reap`: crash recovery at each fault point, a report over every
+//! state, retained records left alone, and one reaper at a time (hold and
+//! repair have their own files; they share this file's helpers).
 
 use std::fs;
 use std::os::unix::process::CommandExt;
@@ -38,7 +38,12 @@ fn ids(env: &TestEnv) -> Vec<String> {
 
 /// Runs `lease` with extra environment and returns its output and the id of
 /// the one record it made.
-fn lease_new(env: &TestEnv, dir: &Path, vars: &[(&str, &str)], args: &[&str]) -> (Output, String) {
+pub(crate) fn lease_new(
+    env: &TestEnv,
+    dir: &Path,
+    vars: &[(&str, &str)],
+    args: &[&str],
+) -> (Output, String) {
     let before = ids(env);
     let o = env
         .lease()
@@ -68,7 +73,7 @@ fn crash_at(env: &TestEnv, repo: &Path, step: &str, script: &str) -> String {
 }
 
 /// Starts `lease` in the background with extra environment (killed on drop).
-fn spawn_with(env: &TestEnv, vars: &[(&str, &str)], args: &[&str]) -> Bg {
+pub(crate) fn spawn_with(env: &TestEnv, vars: &[(&str, &str)], args: &[&str]) -> Bg {
     let mut c = env.lease();
     c.envs(vars.iter().copied())
         .args(args)
@@ -78,7 +83,7 @@ fn spawn_with(env: &TestEnv, vars: &[(&str, &str)], args: &[&str]) -> Bg {
     Bg(Some(c.spawn().unwrap()))
 }
 
-fn reap(env: &TestEnv, args: &[&str]) -> (Output, serde_json::Value) {
+pub(crate) fn reap(env: &TestEnv, args: &[&str]) -> (Output, serde_json::Value) {
     let o = env
         .lease()
         .arg("reap")
@@ -100,7 +105,7 @@ fn item<'a>(report: &'a serde_json::Value, id: &str) -> &'a serde_json::Value {
         .unwrap_or_else(|| panic!("no item {id} in {report:#}"))
 }
 
-fn codes(v: &serde_json::Value) -> Vec<String> {
+pub(crate) fn codes(v: &serde_json::Value) -> Vec<String> {
     v["reasons"]
         .as_array()
         .unwrap()
@@ -109,11 +114,11 @@ fn codes(v: &serde_json::Value) -> Vec<String> {
         .collect()
 }
 
-fn worktree_of(env: &TestEnv, id: &str) -> PathBuf {
+pub(crate) fn worktree_of(env: &TestEnv, id: &str) -> PathBuf {
     PathBuf::from(env.record_of(id)["worktree"]["path"].as_str().unwrap())
 }
 
-fn registered(env: &TestEnv, repo: &Path, wt: &Path) -> bool {
+pub(crate) fn registered(env: &TestEnv, repo: &Path, wt: &Path) -> bool {
     env.git(repo, &["worktree", "list", "--porcelain"])
         .lines()
         .any(|l| l.strip_prefix("worktree ") == Some(wt.to_str().unwrap()))
@@ -122,7 +127,7 @@ fn registered(env: &TestEnv, repo: &Path, wt: &Path) -> bool {
 /// Checks the whole audit log: every line chains to the one before, and the
 /// transitions of `id` form one legal path from `planned` to its current
 /// state, one line per transition. Returns them.
-fn assert_transitions(env: &TestEnv, id: &str) -> Vec<(String, String)> {
+pub(crate) fn assert_transitions(env: &TestEnv, id: &str) -> Vec<(String, String)> {
     let text = fs::read_to_string(env.state.join("audit.jsonl")).unwrap();
     let mut prev = "0".repeat(64);
     for line in text.lines() {
@@ -179,7 +184,7 @@ fn assert_finished(env: &TestEnv, repo: &Path, id: &str) {
     );
 }
 
-fn states(path: &[(String, String)]) -> Vec<&str> {
+pub(crate) fn states(path: &[(String, String)]) -> Vec<&str> {
     let mut v = vec!["planned"];
     v.extend(path.iter().map(|(_, to)| to.as_str()));
     v
@@ -680,149 +685,6 @@ fn a_corrupt_record_makes_the_reap_incomplete() {
 }
 
 #[test]
-fn hold_and_release_round_trip() {
-    let env = TestEnv::new();
-    let repo = env.repo();
-    let (_, id) = lease_new(
-        &env,
-        &repo,
-        &[],
-        &["exec", "--", "sh", "-c", "echo n > notes"],
-    );
-    assert_eq!(env.record_of(&id)["state"], "terminal");
-    let run = |args: &[&str]| env.lease().args(args).output().unwrap();
-    // Refusals change nothing.
-    let unchanged = env.record_of(&id);
-    let lines = env.audit().len();
-    for bad in [
-        &["hold", &id, "--reason", "r", "--until", "yesterday"][..],
-        &[
-            "hold",
-            &id,
-            "--reason",
-            "r",
-            "--until",
-            "2020-01-01T00:00:00Z",
-        ],
-        &["hold", &id, "--reason", "r", "--owner", "nobody"],
-        &["hold", &id, "--reason", " "],
-        &["hold", "ffffffffffff", "--reason", "r"],
-        &["release", &id],
-    ] {
-        assert_code(&run(bad), 2);
-    }
-    assert_eq!(env.record_of(&id), unchanged);
-    assert_eq!(env.audit().len(), lines);
-    // Hold.
-    let o = run(&[
-        "hold",
-        &id[..8],
-        "--reason",
-        "review",
-        "--owner",
-        "person:ann",
-        "--until",
-        "7d",
-        "--json",
-    ]);
-    assert_code(&o, 0);
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(
-        (&v["from"], &v["state"]),
-        (&"terminal".into(), &"retained".into())
-    );
-    let rec = env.record_of(&id);
-    assert_eq!(rec["state"], "retained");
-    assert_eq!(rec["retention"]["owner"]["name"], "ann");
-    assert_eq!(rec["retention"]["reason"], "review");
-    let until = humantime::parse_rfc3339(rec["retention"]["until"].as_str().unwrap()).unwrap();
-    let days = until
-        .duration_since(std::time::SystemTime::now())
-        .unwrap()
-        .as_secs()
-        / 3600;
-    assert!((166..=168).contains(&days), "about 7 days: {days} h");
-    // Retire and reap hold it and change nothing else.
-    let snap = Snapshot::take(&env, &repo, &id);
-    let o = run(&["retire", "--json", &id]);
-    assert_code(&o, 1);
-    assert_eq!(reasons(&o), ["retained"]);
-    assert_eq!(disposition(&o), "retained");
-    snap.assert_held_unchanged(&env, &repo, "retained");
-    // Release.
-    let o = run(&["release", &id]);
-    assert_code(&o, 0);
-    assert!(
-        stdout(&o).contains("retained -> terminal"),
-        "{}",
-        stdout(&o)
-    );
-    let rec = env.record_of(&id);
-    assert_eq!(rec["state"], "terminal");
-    assert!(rec["retention"].is_null());
-    assert_code(&run(&["release", &id]), 2);
-    let path = assert_transitions(&env, &id);
-    assert_eq!(
-        states(&path),
-        ["planned", "active", "terminal", "retained", "terminal"]
-    );
-    let events: Vec<String> = env
-        .audit()
-        .iter()
-        .filter(|l| l["id"] == id.as_str())
-        .map(|l| l["event"].as_str().unwrap().to_string())
-        .collect();
-    assert!(events.contains(&"hold".to_string()) && events.contains(&"release".to_string()));
-    // A removed record cannot be held; a corrupt one is exit 3.
-    let (_, gone) = lease_new(&env, &repo, &[], &["exec", "--", "true"]);
-    assert_code(&run(&["hold", &gone, "--reason", "r"]), 2);
-    let file = env.state.join("records").join(format!("{id}.json"));
-    fs::write(&file, b"{}").unwrap();
-    assert_code(&run(&["hold", &id, "--reason", "r"]), 3);
-    assert_code(&run(&["release", &id]), 3);
-    assert_eq!(fs::read(&file).unwrap(), b"{}");
-}
-
-#[test]
-fn a_hold_on_an_active_record_takes_effect_when_it_turns_terminal() {
-    let env = TestEnv::new();
-    let repo = env.repo();
-    let ready = env.file("ready");
-    let script = format!("{}; exec sleep 600", ready_sh(&ready));
-    let bg = env.spawn_lease(&[
-        "exec",
-        "--repo",
-        repo.to_str().unwrap(),
-        "--",
-        "sh",
-        "-c",
-        &script,
-    ]);
-    let child = read_pid(&ready);
-    let _guard = KillOnDrop(child);
-    let id = env.record()["id"].as_str().unwrap().to_string();
-    let o = env
-        .lease()
-        .args(["hold", &id, "--reason", "keep for review", "--json"])
-        .output()
-        .unwrap();
-    assert_code(&o, 0);
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(v["pending"], true);
-    assert_eq!(env.record_of(&id)["state"], "active");
-    signal(child, "TERM");
-    let _ = bg.wait();
-    let rec = env.record_of(&id);
-    assert_eq!(rec["state"], "retained", "exec did not retire it");
-    assert_eq!(rec["retention"]["reason"], "keep for review");
-    assert!(worktree_of(&env, &id).is_dir());
-    assert_eq!(
-        states(&assert_transitions(&env, &id)),
-        ["planned", "active", "terminal", "retained"]
-    );
-}
-
-#[test]
 fn keep_covers_its_own_session_only() {
     let env = TestEnv::new();
     let repo = env.repo();
@@ -844,192 +706,11 @@ fn keep_covers_its_own_session_only() {
 }
 
 /// A worktree added with git whose directory is then deleted.
-fn stale(env: &TestEnv, repo: &Path, name: &str) -> PathBuf {
+pub(crate) fn stale(env: &TestEnv, repo: &Path, name: &str) -> PathBuf {
     let wt = env.root.join(name);
     env.add_worktree(repo, name, &wt);
     fs::remove_dir_all(&wt).unwrap();
     wt
-}
-
-#[test]
-fn repair_removes_one_stale_registration_and_records_the_removal() {
-    let env = TestEnv::new();
-    let repo = env.repo();
-    let (_, id) = lease_new(
-        &env,
-        &repo,
-        &[],
-        &["exec", "--", "sh", "-c", "echo n > notes"],
-    );
-    let wt = worktree_of(&env, &id);
-    let admin = admin_dir(&repo, &wt);
-    let other = stale(&env, &repo, "other");
-    let other_admin = repo.join(".git/worktrees/other");
-    fs::remove_dir_all(&wt).unwrap();
-    // Dry run: says what it would do, changes nothing.
-    let state = manifest(&env.state);
-    let admins = manifest(&repo.join(".git/worktrees"));
-    let o = env
-        .lease()
-        .args(["repair", "--dry-run", wt.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert_code(&o, 0);
-    assert!(
-        stdout(&o).contains("would remove the registration"),
-        "{}",
-        stdout(&o)
-    );
-    assert!(
-        stdout(&o).contains(admin.to_str().unwrap()),
-        "{}",
-        stdout(&o)
-    );
-    assert_eq!(manifest(&env.state), state);
-    assert_eq!(manifest(&repo.join(".git/worktrees")), admins);
-    // Apply, from inside the repository with a relative path.
-    let rel = format!("../{}", wt.strip_prefix(&env.root).unwrap().display());
-    let o = env
-        .lease()
-        .current_dir(&repo)
-        .args(["repair", &rel])
-        .output()
-        .unwrap();
-    assert_code(&o, 0);
-    assert!(
-        stdout(&o).contains("will:"),
-        "prints the plan first: {}",
-        stdout(&o)
-    );
-    assert!(!admin.exists(), "that registration is gone");
-    assert!(other_admin.is_dir(), "the other one is untouched: no prune");
-    assert!(!registered(&env, &repo, &wt));
-    assert!(registered(&env, &repo, &other));
-    let rec = env.record_of(&id);
-    assert_eq!(rec["state"], "removed");
-    assert_eq!(rec["tombstone"]["evidence"]["repaired_by"], "lease repair");
-    assert!(!Path::new(rec["lease"]["path"].as_str().unwrap()).exists());
-    assert_eq!(
-        states(&assert_transitions(&env, &id)),
-        ["planned", "active", "terminal", "retiring", "removed"]
-    );
-    assert!(
-        env.audit()
-            .iter()
-            .any(|l| l["event"] == "repair" && l["id"] == id.as_str())
-    );
-    // The reaper reports the other stale registration and leaves it.
-    let (o, v) = reap(&env, &["--apply"]);
-    assert_code(&o, 0);
-    let orphans = v["orphans"].as_array().unwrap();
-    assert_eq!(orphans.len(), 1, "{orphans:#?}");
-    assert_eq!(orphans[0]["kind"], "missing");
-    assert!(other_admin.is_dir());
-}
-
-#[test]
-fn repair_refuses_what_is_not_stale_or_would_lose_commits() {
-    let env = TestEnv::new();
-    let repo = env.repo();
-    let run = |path: &Path| {
-        env.lease()
-            .current_dir(&repo)
-            .args(["repair", "--json", path.to_str().unwrap()])
-            .output()
-            .unwrap()
-    };
-    let check = |path: &Path, reason: &str| {
-        let admins = manifest(&repo.join(".git/worktrees"));
-        let o = run(path);
-        assert_code(&o, 1);
-        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-        assert_eq!(codes(&v), [reason], "{v:#}");
-        assert_eq!(manifest(&repo.join(".git/worktrees")), admins, "changed");
-    };
-    // The directory is there: not stale.
-    let live = env.root.join("live");
-    env.add_worktree(&repo, "live", &live);
-    check(&live, "path-occupied");
-    let v: serde_json::Value = serde_json::from_slice(&run(&live).stdout).unwrap();
-    assert!(
-        v["next"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("lease retire"),
-        "an existing worktree is retire's business: {v:#}"
-    );
-    // Read by a person: the plan is headed "found", not "will".
-    let o = env
-        .lease()
-        .current_dir(&repo)
-        .args(["repair", live.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert_code(&o, 1);
-    assert!(
-        stdout(&o).starts_with("lease repair found:"),
-        "{}",
-        stdout(&o)
-    );
-    // A commit that only its HEAD reaches.
-    let lost = env.root.join("lost");
-    env.git(
-        &repo,
-        &["worktree", "add", "-q", "--detach", lost.to_str().unwrap()],
-    );
-    env.git(&lost, &["commit", "-q", "--allow-empty", "-m", "only here"]);
-    let tip = env.git(&lost, &["rev-parse", "HEAD"]);
-    fs::remove_dir_all(&lost).unwrap();
-    check(&lost, "unique-commits-unarchived");
-    // Once kept on a branch, it goes.
-    env.git(&repo, &["branch", "kept", &tip]);
-    assert_code(&run(&lost), 0);
-    // A locked registration (perhaps on an unmounted disk).
-    let locked = env.root.join("locked");
-    env.add_worktree(&repo, "locked", &locked);
-    env.git(
-        &repo,
-        &[
-            "worktree",
-            "lock",
-            "--reason",
-            "usb disk",
-            locked.to_str().unwrap(),
-        ],
-    );
-    fs::remove_dir_all(&locked).unwrap();
-    check(&locked, "git-locked");
-    // Nothing registered there: usage.
-    assert_code(&run(&env.root.join("nothing")), 2);
-}
-
-#[test]
-fn repair_clears_a_stale_branch_checkout_for_exec() {
-    let env = TestEnv::new();
-    let repo = env.repo();
-    let wt = stale(&env, &repo, "feat");
-    let o = env
-        .lease()
-        .current_dir(&repo)
-        .args(["exec", "--branch", "feat", "--", "true"])
-        .output()
-        .unwrap();
-    assert_code(&o, 125);
-    assert!(stderr(&o).contains("lease repair"), "{}", stderr(&o));
-    let o = env
-        .lease()
-        .current_dir(&repo)
-        .args(["repair", wt.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert_code(&o, 0);
-    let o = env
-        .lease()
-        .current_dir(&repo)
-        .args(["exec", "--branch", "feat", "--", "true"])
-        .output()
-        .unwrap();
-    assert_code(&o, 0);
 }
 
 #[test]
@@ -1094,48 +775,6 @@ fn scratch_left_by_a_dead_process_is_swept_and_a_live_ones_kept() {
     assert_code(&o, 0);
     assert!(!leftover.exists());
     assert!(live.is_dir(), "a live process's scratch stays");
-}
-
-#[test]
-fn hold_is_refused_while_a_retire_runs() {
-    let env = TestEnv::new();
-    let repo = env.repo();
-    let pause = env.root.join("pause");
-    fs::create_dir(&pause).unwrap();
-    // exec's own retire pauses after archiving, under the exclusive lock.
-    let bg = spawn_with(
-        &env,
-        &[
-            ("LEASE_FI_PAUSE", "archive-written"),
-            ("LEASE_FI_DIR", pause.to_str().unwrap()),
-        ],
-        &[
-            "exec",
-            "--repo",
-            repo.to_str().unwrap(),
-            "--",
-            "sh",
-            "-c",
-            "echo w > w.txt && git add w.txt && git commit -qm work",
-        ],
-    );
-    wait_until("the retire to pause", || {
-        pause.join("paused-archive-written").exists()
-    });
-    let id = env.record()["id"].as_str().unwrap().to_string();
-    let before = env.record_of(&id);
-    assert_eq!(before["state"], "terminal");
-    let o = env
-        .lease()
-        .args(["hold", &id, "--reason", "too late"])
-        .output()
-        .unwrap();
-    assert_code(&o, 1);
-    assert!(stderr(&o).contains("retire-in-progress"), "{}", stderr(&o));
-    assert_eq!(env.record_of(&id), before, "nothing changed");
-    fs::write(pause.join("resume-archive-written"), "").unwrap();
-    assert_code(&bg.wait(), 0);
-    assert_eq!(env.record_of(&id)["state"], "removed");
 }
 
 #[test]
@@ -1639,107 +1278,4 @@ fn a_stopped_retire_whose_worktree_and_lease_file_are_gone_is_completed() {
         "{rec:#}"
     );
     assert_finished(&env, &repo, &id);
-}
-
-#[test]
-fn repair_by_a_symlinked_spelling_leaves_other_records_alone() {
-    // A stale registration no record claims, named through a symlinked
-    // parent (git registered the physical path), while another record is
-    // live: repair finds it by its other spelling and touches only it.
-    let env = TestEnv::new();
-    let repo = env.repo();
-    let (_, kept) = lease_new(&env, &repo, &[], &["exec", "--keep", "--", "true"]);
-    let kept_rec = env.record_of(&kept);
-    fs::create_dir(env.root.join("real")).unwrap();
-    std::os::unix::fs::symlink(env.root.join("real"), env.root.join("link")).unwrap();
-    let wt = stale(&env, &repo, "real/gone");
-    assert!(registered(&env, &repo, &wt));
-    let o = env
-        .lease()
-        .args([
-            "repair",
-            "--json",
-            env.root.join("link/gone").to_str().unwrap(),
-        ])
-        .output()
-        .unwrap();
-    assert_code(&o, 0);
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(v["plan"]["path"], wt.to_str().unwrap(), "{v:#}");
-    assert!(v["plan"]["record"].is_null(), "no record claims it: {v:#}");
-    assert!(!registered(&env, &repo, &wt));
-    assert_eq!(
-        env.record_of(&kept),
-        kept_rec,
-        "the live record is untouched"
-    );
-}
-
-#[test]
-fn repair_of_a_recorded_registration_takes_its_lease_and_reads_back() {
-    // A recorded worktree whose directory was deleted by hand. Its lease
-    // file gone is no reason to refuse (nobody can hold it); a lease that
-    // cannot be locked is; and a git that reports failure is believed even
-    // when the registration looks gone.
-    type Case = (&'static str, Option<&'static str>, i32);
-    let cases: [Case; 4] = [
-        ("lease file gone", None, 0),
-        ("lock error", Some("lock-unsupported"), 1),
-        ("git exits 1 after removing", Some("git-failed"), 1),
-        // git no longer lists it, but its admin directory is still there.
-        (
-            "git exits 0 leaving the admin directory",
-            Some("git-failed"),
-            1,
-        ),
-    ];
-    for (what, code, exit) in cases {
-        let env = TestEnv::new();
-        let repo = env.repo();
-        let (_, id) = lease_new(
-            &env,
-            &repo,
-            &[],
-            &["exec", "--", "sh", "-c", "echo n > notes"],
-        );
-        assert_eq!(env.record_of(&id)["state"], "terminal", "{what}");
-        let wt = worktree_of(&env, &id);
-        let admin = admin_dir(&repo, &wt);
-        fs::remove_dir_all(&wt).unwrap();
-        let mut c = env.lease();
-        match what {
-            "lease file gone" => {
-                let lease = env.lease_of(&id);
-                fs::remove_file(lease).unwrap();
-            }
-            "lock error" => {
-                c.env("LEASE_FI_LOCK_ERROR", "1");
-            }
-            "git exits 1 after removing" => {
-                c.env("LEASE_GIT", env.lying_git("\"$REAL\" \"$@\"; exit 1"));
-            }
-            _ => {
-                let lie = format!("rm -f '{}/gitdir'; exit 0", admin.display());
-                c.env("LEASE_GIT", env.lying_git(&lie));
-            }
-        }
-        let o = c
-            .args(["repair", "--json", wt.to_str().unwrap()])
-            .output()
-            .unwrap();
-        assert_code(&o, exit);
-        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-        let rec = env.record_of(&id);
-        match code {
-            None => assert_eq!(rec["state"], "removed", "{what}: {v:#}"),
-            Some(code) => {
-                assert_eq!(codes(&v), [code], "{what}: {v:#}");
-                assert_eq!(rec["state"], "terminal", "{what}: not recorded removed");
-                assert!(rec["tombstone"].is_null(), "{what}");
-                if what == "lock error" {
-                    assert!(registered(&env, &repo, &wt), "{what}: nothing changed");
-                }
-            }
-        }
-    }
 }
