@@ -1,3 +1,5 @@
+//! Compiled for tests only (`#[cfg(test)] mod tests;` in the parent module).
+//!
 //! The unit tests of the sanitized git builder, against the real git on
 //! PATH (the fixed -c overrides, the environment it clears, probes that fail
 //! on a warning).

@@ -1,3 +1,5 @@
+//! Compiled for tests only (`#[cfg(test)] mod props;` in the parent module).
+//!
 //! Property tests (proptest) of plan's gates: every unknown holds, removal
 //! only when every piece is clear, the reclaim order.
 

@@ -1,3 +1,5 @@
+//! Compiled for tests only (`#[cfg(test)] mod tests;` in the parent module).
+//!
 //! The unit tests of plan's gates and decisions, one or more per gate (a test
 //! that fails when its gate is removed: docs/CONTRIBUTING.md), kept together
 //! in one file beside the module they test.

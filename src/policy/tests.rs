@@ -1,3 +1,5 @@
+//! Compiled for tests only (`#[cfg(test)] mod tests;` in the parent module).
+//!
 //! The unit tests of the policy: each key's sources, the stricter-joins-win
 //! rules (docs/config.md), parsing of sizes and provision entries.
 

@@ -1,3 +1,5 @@
+//! Compiled for tests only (`#[cfg(test)] mod tests;` in the parent module).
+//!
 //! The unit tests of the record's nouns: transitions along SPEC's table,
 //! bounded details and attempts, ids, owners.
 

@@ -1,3 +1,5 @@
+//! Compiled for tests only (`#[cfg(test)] mod tests;` in the parent module).
+//!
 //! The unit tests of the reaper's pure parts (what a path is, retention
 //! ends, free space per filesystem).
 

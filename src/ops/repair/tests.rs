@@ -1,3 +1,5 @@
+//! Compiled for tests only (`#[cfg(test)] mod tests;` in the parent module).
+//!
 //! The unit tests of repair's pure parts (gitdir names, stale paths, the
 //! transitions to removed).
 

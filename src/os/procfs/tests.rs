@@ -1,3 +1,5 @@
+//! Compiled for tests only (`#[cfg(test)] mod tests;` in the parent module).
+//!
 //! The unit tests of the /proc adapter, against this test process and the
 //! children it starts (identity by device and inode, every thread, /proc/locks).
 
