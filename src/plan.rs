@@ -6,7 +6,7 @@
 
 use crate::model::evidence::{
     ContentEvidence, FilterTrust, FlockSeen, Inventory, LeaseSeen, LockOutcome, LockSeen,
-    PathEvidence, ProcEvidence, Protected, Seen, is_rebuildable,
+    PathEvidence, ProcEvidence, Protected, Seen, StatusEntry, is_rebuildable,
 };
 use crate::model::reason::{Hold, HoldReason};
 use crate::model::record::{Retention, State};
@@ -589,6 +589,52 @@ pub fn gate_teardown(t: &TeardownSeen) -> Result<(), Hold> {
             format!("teardown `{}` {how}: {tail}", t.command)
         },
     ))
+}
+
+/// Whole ignored directories that provisioning filled: git reports an
+/// ignored directory as one `!!` entry (`big/`, `--ignored=matching`), so
+/// the per-file provisioned records never match it. For each such entry of
+/// `status`, when every file and symlink the walk found below it (`files`,
+/// paths relative to the top) was provisioned (`provisioned`: path and
+/// whether it is unchanged), returns the entry with `true` if all are
+/// unchanged, `false` if one changed since. A directory with any file that
+/// was not provisioned, or with none at all, is not returned: it is ignored
+/// work as usual (gate 5 holds `ignored`).
+pub fn provisioned_dirs(
+    status: &[StatusEntry],
+    files: &[(Vec<u8>, u64)],
+    provisioned: &[(Vec<u8>, bool)],
+) -> Vec<(Vec<u8>, bool)> {
+    if provisioned.is_empty() {
+        return Vec::new();
+    }
+    let known: std::collections::HashMap<&[u8], bool> = provisioned
+        .iter()
+        .map(|(p, u)| (p.as_slice(), *u))
+        .collect();
+    let mut out = Vec::new();
+    for e in status
+        .iter()
+        .filter(|e| &e.xy == b"!!" && e.path.ends_with(b"/"))
+    {
+        let mut any = false;
+        let mut unchanged = true;
+        let mut all = true;
+        for (f, _) in files.iter().filter(|(f, _)| f.starts_with(&e.path)) {
+            any = true;
+            match known.get(f.as_slice()) {
+                Some(u) => unchanged &= *u,
+                None => {
+                    all = false;
+                    break;
+                }
+            }
+        }
+        if any && all {
+            out.push((e.path.clone(), unchanged));
+        }
+    }
+    out
 }
 
 /// The files provisioning copies: those git ignores (`ignored`) that

@@ -507,7 +507,8 @@ impl Engine {
         // exclusive lock, with only in-process reads since (SPEC gate 7 is
         // the refresh after archiving).
         if archive.is_some() {
-            let content = self.probe_content(
+            let walk = crate::os::walk::inventory(&locked.top);
+            let mut content = self.probe_content(
                 &locked.rg,
                 &locked.wt,
                 &locked.admin,
@@ -515,10 +516,11 @@ impl Engine {
                 &locked.shadowed,
                 &locked.rec.provisioned,
             )?;
+            let dirs = plan::provisioned_dirs(&content.status, &walk.files, &content.provisioned);
+            content.provisioned.extend(dirs);
             if let Err(holds) = plan::gate_content(&content) {
                 return Ok(Err(holds));
             }
-            let walk = crate::os::walk::inventory(&locked.top);
             if let Err(holds) = plan::gate_inventory(&walk, &[]) {
                 return Ok(Err(holds));
             }

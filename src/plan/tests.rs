@@ -746,3 +746,54 @@ fn readback_must_match_exactly() {
     let other = vec![("aaa".to_string(), "refs/lease/archive/y/head".to_string())];
     assert!(check_readback(&pushed, &other).is_err(), "another ref");
 }
+
+#[test]
+fn a_whole_ignored_directory_is_provisioned_only_if_every_file_in_it_was() {
+    let st = |p: &str| StatusEntry {
+        xy: *b"!!",
+        path: p.as_bytes().to_vec(),
+    };
+    let f = |p: &str| (p.as_bytes().to_vec(), 1u64);
+    let prov = |p: &str, u: bool| (p.as_bytes().to_vec(), u);
+    let status = vec![st("big/"), st("other/"), st(".env"), st("empty/")];
+    let files = vec![
+        f("big/a.bin"),
+        f("big/sub/b.bin"),
+        f("other/x"),
+        f("other/y"),
+        f("bigger/z"),
+    ];
+    // Every file of big/ provisioned and unchanged; other/ has one that
+    // was not provisioned; empty/ has no file at all; bigger/ is not below big/.
+    let provisioned = vec![
+        prov("big/a.bin", true),
+        prov("big/sub/b.bin", true),
+        prov("other/x", true),
+        prov(".env", true),
+    ];
+    assert_eq!(
+        provisioned_dirs(&status, &files, &provisioned),
+        vec![(b"big/".to_vec(), true)]
+    );
+    // One changed since: the directory is provisioned, and changed.
+    let mut changed = provisioned.clone();
+    changed[1].1 = false;
+    assert_eq!(
+        provisioned_dirs(&status, &files, &changed),
+        vec![(b"big/".to_vec(), false)]
+    );
+    // Nothing provisioned: nothing to judge.
+    assert!(provisioned_dirs(&status, &files, &[]).is_empty());
+    // The gate: big/ is not work, other/ still holds ignored.
+    let mut ev = ContentEvidence {
+        status: status[..2].to_vec(),
+        provisioned,
+        ..Default::default()
+    };
+    let dirs = provisioned_dirs(&ev.status, &files, &ev.provisioned);
+    ev.provisioned.extend(dirs);
+    let holds = gate_content(&ev).unwrap_err();
+    assert_eq!(holds.len(), 1);
+    assert!(holds[0].detail.contains("other/"), "{:?}", holds[0].detail);
+    assert!(!holds[0].detail.contains("big/"), "{:?}", holds[0].detail);
+}

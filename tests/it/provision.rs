@@ -100,6 +100,112 @@ fn a_provisioned_file_that_changed_holds_ignored_and_changes_nothing() {
     snap.assert_held_unchanged(&env, &repo, "ignored");
 }
 
+/// The repository's `.gitignore` ignores `target/` as a directory; a
+/// committed `.worktreeinclude` names it, and the main worktree holds two
+/// files there (one in a subdirectory).
+fn repo_with_ignored_dir(env: &TestEnv) -> PathBuf {
+    let repo = env.repo();
+    fs::write(repo.join(".worktreeinclude"), "target/\n").unwrap();
+    env.git(&repo, &["add", ".worktreeinclude"]);
+    env.git(&repo, &["commit", "-qm", "worktreeinclude"]);
+    env.git(&repo, &["push", "-q", "origin", "main"]);
+    fs::create_dir_all(repo.join("target/sub")).unwrap();
+    fs::write(repo.join("target/a.bin"), vec![7u8; 4096]).unwrap();
+    fs::write(repo.join("target/sub/b.bin"), vec![9u8; 8192]).unwrap();
+    repo
+}
+
+#[test]
+fn a_provisioned_ignored_directory_retires_when_unchanged_and_holds_when_not() {
+    // git reports the ignored directory as one entry (`!! target/`): it is
+    // judged by the files the walk finds in it.
+    let env = TestEnv::new();
+    let repo = repo_with_ignored_dir(&env);
+    let o = env.exec_sh(&repo, "test -f target/a.bin && test -f target/sub/b.bin");
+    assert_code(&o, 0);
+    let rec = env.record();
+    assert_eq!(rec["state"], "removed", "{rec:#}\n{}", stderr(&o));
+    assert_eq!(rec["provisioned"].as_array().unwrap().len(), 2, "{rec:#}");
+
+    // A file provisioned there changed: the tree holds, and says why.
+    let o = env
+        .lease()
+        .current_dir(&repo)
+        .args([
+            "exec",
+            "--keep",
+            "--",
+            "sh",
+            "-c",
+            "echo more >> target/sub/b.bin",
+        ])
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+    let id = env
+        .records()
+        .into_iter()
+        .find(|r| r["state"] == "retained")
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_code(&env.lease().args(["release", &id]).output().unwrap(), 0);
+    let snap = Snapshot::take(&env, &repo, &id);
+    let o = env
+        .lease()
+        .args(["retire", &id, "--json"])
+        .output()
+        .unwrap();
+    assert_code(&o, 1);
+    assert_eq!(reasons(&o), ["ignored"]);
+    assert!(
+        stdout(&o).contains("target/ (provisioned at creation, changed since)"),
+        "{}",
+        stdout(&o)
+    );
+    snap.assert_held_unchanged(&env, &repo, "ignored");
+
+    // A file nobody provisioned beside the provisioned ones: ignored work.
+    let o = env
+        .lease()
+        .current_dir(&repo)
+        .args([
+            "exec",
+            "--keep",
+            "--",
+            "sh",
+            "-c",
+            "echo mine > target/new.bin",
+        ])
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+    let id = env
+        .records()
+        .into_iter()
+        .find(|r| r["state"] == "retained" && r["id"] != id.as_str())
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_code(&env.lease().args(["release", &id]).output().unwrap(), 0);
+    let snap = Snapshot::take(&env, &repo, &id);
+    let o = env
+        .lease()
+        .args(["retire", &id, "--json"])
+        .output()
+        .unwrap();
+    assert_code(&o, 1);
+    assert_eq!(reasons(&o), ["ignored"]);
+    assert!(
+        !stdout(&o).contains("provisioned at creation"),
+        "{}",
+        stdout(&o)
+    );
+    snap.assert_held_unchanged(&env, &repo, "ignored");
+}
+
 #[test]
 fn provision_symlink_links_a_real_node_modules_tree_and_retires_without_touching_it() {
     let env = TestEnv::new();

@@ -44,7 +44,7 @@ impl Engine {
             return Ok(Err(holds));
         }
         // One index listing serves the walk's gitlinks and the hidden entries.
-        let content = self.probe_content(
+        let mut content = self.probe_content(
             &locked.rg,
             &locked.wt,
             &locked.admin,
@@ -52,6 +52,14 @@ impl Engine {
             &locked.shadowed,
             &locked.rec.provisioned,
         )?;
+        // A whole ignored directory provisioning filled is judged by the
+        // files the walk found in it.
+        let dirs = plan::provisioned_dirs(
+            &content.status,
+            &locked.inventory.files,
+            &content.provisioned,
+        );
+        content.provisioned.extend(dirs);
         locked.rebuildable = content.rebuildable_ignored();
         let verdict = plan::gate_content(&content);
         locked.status = Some(content.status);
