@@ -4,7 +4,7 @@
 //! ([`crate::ops::launcher::shim::decide`]) and then, in this process:
 //! execs the real git (outside a lease, or holding it), or joins the lease
 //! and execs git holding it. The join is `lease join`'s own code
-//! ([`super::join`], the same checks, messages and exit codes), run here
+//! (`cli::join`: the same checks, messages and exit codes), run here
 //! instead of in a second program, unless `LEASE_BIN` names a lease binary
 //! to run as `LEASE_BIN join -- GIT ARGS...` (as the script does).
 //!
