@@ -965,6 +965,12 @@ def results(run, meta):
         add("shim-" + k, "`git rev-parse HEAD` through `shim/git`, descriptor %s (n=%d)" % (k, r.n("shim", k)),
             ms(r.med("shim", k)), "plain git %s" % ms(r.med("shim", "git")), s, "<= %.1fx" % t,
             None if s[0] is None else s[0] <= t)
+        for c, how in (("c", "statically linked"), ("d", "as `cargo build` links it")):
+            if r.n("shim", c + k):
+                s = r.ratio("shim", c + k, "git")
+                add("shim-" + c + k, "the same through the compiled shim `lease-git-shim`, %s (n=%d)" % (how, r.n("shim", c + k)),
+                    ms(r.med("shim", c + k)), "plain git %s" % ms(r.med("shim", "git")), s, "<= %.1fx" % t,
+                    None if s[0] is None else s[0] <= t)
         b = "before" + k
         if r.n("shim", b):
             s = r.ratio("shim", b, "git")
@@ -1726,6 +1732,25 @@ def method_lines(meta):
     ]
 
 
+# The baseline of each row BENCH_ROWS can select.
+SUMMARY_BASE = {"launch": "flock", "shim": "git"}
+
+
+def summary(d, fses):
+    """BENCH_ROWS: each selected row's commands, their median (ms) and their
+    ratio to the row's baseline (the median of per-round ratios, with its
+    spread), one line each, per filesystem."""
+    for fs in fses:
+        r = Run(d, fs)
+        for row in sorted(r.rows):
+            base = SUMMARY_BASE.get(row)
+            for name in sorted(r.rows[row]["times"]):
+                m, (lo, hi) = r.ratio(row, name, base) if base else (None, (None, None))
+                rt = "%.2fx (%.2f-%.2f)" % (m, lo, hi) if m is not None else "-"
+                print("%-6s %-7s %-11s %8.2f ms  vs %s: %s  n=%d" % (
+                    fs, row, name, r.med(row, name), base, rt, r.n(row, name)))
+
+
 def main():
     cmd = sys.argv[1]
     if cmd == "repo":
@@ -1754,6 +1779,8 @@ def main():
         diag(sys.argv[2], sys.argv[3])
     elif cmd == "report":
         report(sys.argv[2], sys.argv[3])
+    elif cmd == "summary":
+        summary(sys.argv[2], sys.argv[3:])
     else:
         sys.exit("unknown subcommand " + cmd)
 

@@ -81,6 +81,7 @@ mod release;
 mod repair;
 mod restore;
 mod retire;
+pub mod shim;
 mod show;
 mod target;
 

@@ -807,14 +807,23 @@ fn is_executable(p: &Path) -> bool {
     std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
-/// lease's own git shim carries this marker; git must never be the shim.
-fn is_lease_shim(p: &Path) -> bool {
+/// True if the first 4 KiB of `p` carry [`SHIM_MARKER`]: lease's own git
+/// shim (shim/git, and the compiled `lease-git-shim` in an ELF note);
+/// git must never be the shim. A file that cannot be read is not one (as
+/// shim/git's `dd | grep` sees it).
+pub fn is_lease_shim(p: &Path) -> bool {
     let mut buf = [0u8; 4096];
     let n = File::open(p)
         .and_then(|mut f| std::io::Read::read(&mut f, &mut buf))
         .unwrap_or(0);
-    buf[..n].windows(10).any(|w| w == b"lease-shim")
+    buf[..n]
+        .windows(SHIM_MARKER.len())
+        .any(|w| w == SHIM_MARKER)
 }
+
+/// The marker of lease's git shims (shim/README.md): in the first 4 KiB of
+/// the file.
+pub const SHIM_MARKER: &[u8] = b"lease-shim";
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]

@@ -271,7 +271,7 @@ fn check_path(out: &mut Vec<Check>) {
         _ => out.push(check(
             "git shim",
             Status::Warn,
-            "the first git on PATH is not lease's shim: a git started by a process that closed LEASE_FD (Python's subprocess, Node's child_process) does not hold the lease (optional; see shim/README.md)".into(),
+            "the first git on PATH is not lease's shim: a git started by a process that closed LEASE_FD (Python's subprocess, Node's child_process) does not hold the lease (optional: the script shim/git, or the compiled `lease-git-shim` installed as `git`; see shim/README.md)".into(),
             Some("export PATH=\"$PWD/shim:$PATH\"   # from a checkout of lease, in the leased command's environment".into()),
         )),
     }

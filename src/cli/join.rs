@@ -23,12 +23,18 @@ pub(super) fn run(ctx: &crate::ops::Ctx, a: Args) -> ExitCode {
 /// Runs `lease join`: on success this process becomes the command and never
 /// returns here.
 pub(super) fn join(ctx: &crate::ops::Ctx, command: Vec<OsString>, json: bool) -> ExitCode {
+    ExitCode::from(join_code(ctx, command, json))
+}
+
+/// [`join`], returning the exit status (125, 126 or 127) when it cannot
+/// become the command.
+pub(super) fn join_code(ctx: &crate::ops::Ctx, command: Vec<OsString>, json: bool) -> u8 {
     use crate::ops::launcher::join::{Ticket, join};
     let joined = match Ticket::from_env().and_then(|t| join(ctx, &t, command)) {
         Ok(j) => j,
         Err(e) => {
             super::exec::report_error(&e, json);
-            return ExitCode::from(exit::EXEC_FAILED);
+            return exit::EXEC_FAILED;
         }
     };
     let program = joined.program().to_string_lossy().into_owned();
@@ -56,5 +62,5 @@ pub(super) fn join(ctx: &crate::ops::Ctx, command: Vec<OsString>, json: bool) ->
     } else {
         err!("lease: cannot run `{program}`: {e}");
     }
-    ExitCode::from(code)
+    code
 }

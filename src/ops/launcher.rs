@@ -23,6 +23,7 @@ mod adoption;
 mod creation;
 mod fast;
 pub mod join;
+pub mod shim;
 mod supervise;
 
 pub(crate) use admission::check_root_not_temp;

@@ -184,6 +184,23 @@ pub fn stat(path: &Path) -> Option<Seen> {
     fs::metadata(path).ok().map(|m| seen(&m))
 }
 
+/// True if `a` and `b` are the same file: both `stat` (following symlinks)
+/// and show the same device and inode, as test(1)'s `-ef` (POSIX
+/// `test`, XCU "test"). `/proc/self/fd/N` names the open file of this
+/// process's descriptor N (proc(5)), unlinked or not.
+pub fn same_file(a: &Path, b: &Path) -> bool {
+    match (fs::metadata(a), fs::metadata(b)) {
+        (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
+        _ => false,
+    }
+}
+
+/// True if this process may execute `path`: access(2) with `X_OK` on the
+/// real uid, as test(1)'s `-x` (true for a searchable directory too).
+pub fn executable(path: &Path) -> bool {
+    rustix::fs::access(path, rustix::fs::Access::EXEC_OK).is_ok()
+}
+
 /// Returns true if and only if `path` is absolute and equals its canonical,
 /// physical form: no symlinked component, no `.` or `..`, no doubled slash.
 pub fn is_canonical(path: &Path) -> bool {

@@ -327,7 +327,37 @@ fn encode(rec: &Record) -> Vec<u8> {
 
 /// Parses the bytes of record file `<id>.json`: JSON of a known schema whose
 /// `id` is `id`. The error says what is wrong, for [`Loaded::Bad`].
+///
+/// One parse, straight into [`Record`], decides every file that is good: a
+/// JSON object (a derived struct would also take an array) whose `schema`
+/// is [`SCHEMA`] and whose `id` is `id`. Anything else goes to
+/// [`parse_checked`], which reads the file as a `serde_json::Value` first
+/// and says what is wrong (a newer schema, no known schema, a field that
+/// does not fit, another id), so a refusal is always the one that pass
+/// makes. The fast pass accepts nothing [`parse_checked`] refuses: where
+/// the two could differ (a field given twice, which the derived struct
+/// refuses and a `Value` resolves to the last), it fails and hands over
+/// (the `registry::props` properties check the two agree).
 fn parse(id: &str, bytes: &[u8]) -> std::result::Result<Record, String> {
+    match serde_json::from_slice::<Record>(bytes) {
+        Ok(r) if is_object(bytes) && r.schema == SCHEMA && r.id == id => Ok(r),
+        _ => parse_checked(id, bytes),
+    }
+}
+
+/// True if the first byte of `bytes` after JSON whitespace (RFC 8259
+/// section 2) opens an object.
+fn is_object(bytes: &[u8]) -> bool {
+    bytes
+        .iter()
+        .find(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
+        .is_some_and(|b| *b == b'{')
+}
+
+/// [`parse`]'s checked pass: the file as a `serde_json::Value`, its
+/// `schema` checked (newer than [`SCHEMA`], or none known), then the
+/// record and its id.
+fn parse_checked(id: &str, bytes: &[u8]) -> std::result::Result<Record, String> {
     let value: serde_json::Value =
         serde_json::from_slice(bytes).map_err(|e| format!("corrupt: {e}"))?;
     match value.get("schema").and_then(serde_json::Value::as_u64) {
@@ -415,6 +445,87 @@ mod tests {
         assert!(is_id(&a));
         assert_ne!(a, new_id().unwrap());
         assert!(!is_id("ABCDEF00112233445566778899aabbcc"));
+    }
+
+    /// A whole record as JSON, `edit`ed, and the bytes of that.
+    fn edited(edit: impl FnOnce(&mut serde_json::Value)) -> (String, Vec<u8>) {
+        let rec = crate::model::record::sample_record();
+        let mut v = serde_json::to_value(&rec).unwrap();
+        edit(&mut v);
+        (rec.id.clone(), serde_json::to_vec_pretty(&v).unwrap())
+    }
+
+    #[test]
+    fn a_whole_record_of_another_schema_is_refused_by_its_schema() {
+        // Every field fits `Record`: only the schema check refuses it.
+        let (id, bytes) = edited(|v| v["schema"] = (SCHEMA + 1).into());
+        assert_eq!(
+            parse(&id, &bytes).unwrap_err(),
+            format!("of schema {}, newer than this lease ({SCHEMA})", SCHEMA + 1)
+        );
+        for old in [serde_json::json!(0), serde_json::json!(SCHEMA as f64)] {
+            let (id, bytes) = edited(|v| v["schema"] = old);
+            assert_eq!(parse(&id, &bytes).unwrap_err(), "corrupt: no known schema");
+        }
+        let (id, bytes) = edited(|_| {});
+        assert!(parse(&id, &bytes).is_ok(), "the control parses");
+    }
+
+    #[test]
+    fn a_record_as_a_json_array_is_corrupt() {
+        // serde's derived struct takes its fields in order from an array
+        // too; a record file is an object with a `schema` key.
+        let (id, bytes) = edited(|v| {
+            // The fields in declaration order, up to the last one without
+            // a default (the derived visitor fills in the rest).
+            let fields = [
+                "schema",
+                "id",
+                "state",
+                "repo",
+                "worktree",
+                "root",
+                "origin",
+                "branch",
+                "base",
+                "owner",
+                "uid",
+                "created_at",
+                "lease",
+                "sessions",
+                "outcome",
+                "retention",
+                "archive",
+                "attempts",
+                "attempts_dropped",
+                "tombstone",
+            ];
+            let fields = fields.map(|f| v.get(f).cloned().unwrap_or(0.into()));
+            *v = serde_json::Value::Array(fields.into());
+        });
+        assert!(
+            serde_json::from_slice::<Record>(&bytes).is_ok(),
+            "the array fits Record"
+        );
+        assert_eq!(parse(&id, &bytes).unwrap_err(), "corrupt: no known schema");
+        assert!(!is_object(b" \t\r\n["));
+        assert!(is_object(b" \t\r\n{"));
+        assert!(!is_object(b""));
+    }
+
+    #[test]
+    fn a_field_given_twice_reads_as_it_always_did() {
+        // The derived struct refuses a duplicate field; the checked pass
+        // (serde_json's map) keeps the last one. Files read as before.
+        let (id, bytes) = edited(|_| {});
+        let text = String::from_utf8(bytes).unwrap();
+        let twice = text.replacen('{', "{\n  \"state\": \"removed\",", 1);
+        assert!(serde_json::from_slice::<Record>(twice.as_bytes()).is_err());
+        assert_eq!(
+            parse(&id, twice.as_bytes()),
+            parse_checked(&id, twice.as_bytes())
+        );
+        assert!(parse(&id, twice.as_bytes()).is_ok());
     }
 }
 
@@ -768,6 +879,27 @@ mod props {
         #[test]
         fn arbitrary_bytes_never_panic(bytes in vec(any::<u8>(), 0..200), id in hex(32)) {
             let _ = parse(&id, &bytes);
+            prop_assert_eq!(parse(&id, &bytes), parse_checked(&id, &bytes));
+        }
+
+        /// The one-pass parse and the checked pass agree on every record
+        /// with a byte changed, cut, or given under another id.
+        #[test]
+        fn the_fast_parse_agrees_with_the_checked_pass(
+            rec in record(),
+            at in any::<proptest::sample::Index>(),
+            byte in any::<u8>(),
+            cut in any::<proptest::sample::Index>(),
+            other in hex(32),
+        ) {
+            let bytes = encode(&rec);
+            let mut changed = bytes.clone();
+            let i = at.index(changed.len());
+            changed[i] = byte;
+            let cut = &bytes[..cut.index(bytes.len())];
+            for (id, b) in [(&rec.id, &bytes[..]), (&rec.id, &changed[..]), (&rec.id, cut), (&other, &bytes[..])] {
+                prop_assert_eq!(parse(id, b), parse_checked(id, b));
+            }
         }
     }
 }

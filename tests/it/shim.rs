@@ -345,19 +345,61 @@ fn lease_on_path(env: &TestEnv) -> String {
     format!("{}:{}", bin.display(), std::env::var("PATH").unwrap())
 }
 
+/// The two git shims: the script shim/git and the compiled
+/// `lease-git-shim`, which every shim test runs alike.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Shim {
+    Script,
+    Compiled,
+}
+
+impl Shim {
+    /// A directory holding this shim as `git`: the checked-in `shim/` for
+    /// the script; for the compiled shim a directory of the test's own
+    /// with `git` a symlink to the built binary (as the guide installs it).
+    fn dir(self, env: &TestEnv) -> PathBuf {
+        match self {
+            Shim::Script => shim_dir(),
+            Shim::Compiled => {
+                let d = env.file("compiled-shim");
+                if !d.exists() {
+                    fs::create_dir(&d).unwrap();
+                    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_lease-git-shim"), d.join("git"))
+                        .unwrap();
+                }
+                d
+            }
+        }
+    }
+}
+
 /// [`lease_on_path`] with the git shim in front.
-fn shim_path(env: &TestEnv) -> String {
-    format!("{}:{}", shim_dir().display(), lease_on_path(env))
+fn shim_path(env: &TestEnv, shim: Shim) -> String {
+    format!("{}:{}", shim.dir(env).display(), lease_on_path(env))
 }
 
 #[test]
 fn git_shim_picks_the_real_git_and_joins_only_without_the_descriptor() {
+    picks_the_real_git_and_joins_only_without_the_descriptor(Shim::Script);
+}
+
+#[test]
+fn compiled_shim_picks_the_real_git_and_joins_only_without_the_descriptor() {
+    picks_the_real_git_and_joins_only_without_the_descriptor(Shim::Compiled);
+}
+
+fn picks_the_real_git_and_joins_only_without_the_descriptor(shim: Shim) {
     let env = TestEnv::new();
+    let shim_dir = || shim.dir(&env);
     // A second copy of the shim (skipped: it carries the marker), then a
     // fake "real" git and a fake lease that print their argv.
     let other = env.file("other-shim");
     fs::create_dir(&other).unwrap();
-    fs::copy(shim_dir().join("git"), other.join("git")).unwrap();
+    fs::copy(
+        fs::canonicalize(shim_dir().join("git")).unwrap(),
+        other.join("git"),
+    )
+    .unwrap();
     let real = env.file("real");
     fs::create_dir(&real).unwrap();
     let print =
@@ -473,30 +515,59 @@ fn git_shim_picks_the_real_git_and_joins_only_without_the_descriptor() {
         assert_code(&o, 125);
         assert!(stderr(&o).contains(says), "{}", stderr(&o));
     }
-    // Inside a lease with no lease binary to be found: refuse, never run git
-    // unprotected.
+    // Inside a lease with a LEASE_BIN that is not there: refuse, never run
+    // git unprotected.
     let bare_path = format!("{}:{}:/usr/bin:/bin", shim_dir().display(), real.display());
-    let o = env
-        .cmd("git")
-        .env("PATH", &bare_path)
-        .env("LEASE_FILE", &lease)
-        .env("LEASE_IDENTITY", &identity)
-        .output()
-        .unwrap();
-    if Path::new("/usr/bin/lease").exists() || Path::new("/bin/lease").exists() {
-        skip("the no-lease-binary case: a lease is installed in /usr/bin or /bin");
-    } else {
-        assert_code(&o, 125);
-        assert!(stderr(&o).contains("LEASE_BIN"), "{}", stderr(&o));
+    let inside_bare = |c: &mut Command| {
+        c.env("PATH", &bare_path)
+            .env("LEASE_FILE", &lease)
+            .env("LEASE_IDENTITY", &identity)
+            .output()
+            .unwrap()
+    };
+    let o = inside_bare(env.cmd("git").env("LEASE_BIN", env.file("no-such-lease")));
+    assert_code(&o, 125);
+    assert!(stderr(&o).contains("LEASE_BIN"), "{}", stderr(&o));
+    assert!(stdout(&o).is_empty(), "git never ran");
+    // No LEASE_BIN: the script looks for `lease` on PATH and refuses
+    // without one; the compiled shim joins with its own copy of `lease
+    // join`, which refuses a lease it cannot check (no LEASE_ID here).
+    let o = inside_bare(&mut env.cmd("git"));
+    assert!(stdout(&o).is_empty(), "git never ran");
+    match shim {
+        Shim::Compiled => {
+            assert_code(&o, 125);
+            assert!(stderr(&o).contains("LEASE_ID"), "{}", stderr(&o));
+        }
+        Shim::Script
+            if Path::new("/usr/bin/lease").exists() || Path::new("/bin/lease").exists() =>
+        {
+            skip("the no-lease-binary case: a lease is installed in /usr/bin or /bin");
+        }
+        Shim::Script => {
+            assert_code(&o, 125);
+            assert!(stderr(&o).contains("LEASE_BIN"), "{}", stderr(&o));
+        }
     }
 }
 
 #[test]
 fn git_shim_fast_path_starts_no_process_held_or_lost() {
+    fast_path_starts_no_process_held_or_lost(Shim::Script);
+}
+
+#[test]
+fn compiled_shim_fast_path_starts_no_process_held_or_lost() {
+    fast_path_starts_no_process_held_or_lost(Shim::Compiled);
+}
+
+fn fast_path_starts_no_process_held_or_lost(shim_kind: Shim) {
     // Inside a lease with LEASE_GIT set (as `lease exec` exports it), the
-    // shim decides with shell builtins and execs once: the real git when it
-    // holds the lease descriptor, `lease join` when it lost it.
+    // shim decides with shell builtins (or in its own process) and execs
+    // once: the real git when it holds the lease descriptor, `lease join`
+    // when it lost it.
     let env = TestEnv::new();
+    let shim_dir = || shim_kind.dir(&env);
     let real = env.file("real-git");
     let print =
         "#!/bin/sh\nprintf '%s' \"$0\"; for a in \"$@\"; do printf ' [%s]' \"$a\"; done; echo\n";
@@ -603,9 +674,20 @@ fn git_shim_fast_path_starts_no_process_held_or_lost() {
 
 #[test]
 fn git_commit_from_a_python_worker_holds_the_lease_after_the_launcher_died() {
+    commit_from_a_python_worker_holds_the_lease_after_the_launcher_died(Shim::Script);
+}
+
+#[test]
+fn compiled_shim_commit_from_a_python_worker_holds_the_lease_after_the_launcher_died() {
+    // No LEASE_BIN: the compiled shim joins in its own process.
+    commit_from_a_python_worker_holds_the_lease_after_the_launcher_died(Shim::Compiled);
+}
+
+fn commit_from_a_python_worker_holds_the_lease_after_the_launcher_died(shim: Shim) {
     let env = TestEnv::new();
     let repo = env.repo();
-    let path = shim_path(&env);
+    let path = shim_path(&env, shim);
+    let shim_dir = || shim.dir(&env);
     let worker_ready = env.file("worker-ready");
     let worker_go = env.file("worker-go");
     let editor_ready = env.file("editor-ready");
@@ -713,6 +795,109 @@ open({done:?}, "w").write(str(rc))
     // Every holder is gone: the commit is archived and the worktree removed.
     assert_removed(&env, &id);
     assert!(env.record_of(&id)["archive"]["commits"].as_u64().unwrap() >= 1);
+}
+
+#[test]
+fn compiled_shim_carries_the_marker_in_its_first_4_kib() {
+    // lease never takes a file carrying the marker in its first 4 KiB for
+    // git (git.rs `is_lease_shim`), and neither does either shim: the
+    // binary's ELF note must land there.
+    let bin = fs::read(env!("CARGO_BIN_EXE_lease-git-shim")).unwrap();
+    let head = &bin[..bin.len().min(4096)];
+    assert!(
+        head.windows(10).any(|w| w == b"lease-shim"),
+        "no `lease-shim` in the first 4 KiB of the compiled shim"
+    );
+    // And `lease doctor` sees it as the shim when it is the first git.
+    let env = TestEnv::new();
+    let o = env
+        .lease()
+        .env("PATH", shim_path(&env, Shim::Compiled))
+        .args(["doctor", "--json"])
+        .output()
+        .unwrap();
+    assert!(stdout(&o).contains("is lease's git shim"), "{}", stdout(&o));
+}
+
+#[test]
+fn compiled_shim_joins_in_its_own_process_with_the_checks_of_lease_join() {
+    // No LEASE_BIN and no `lease` on PATH: the compiled shim takes the lease
+    // again itself, and refuses as `lease join` does.
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let (id, _) = terminal_worktree(&env, &repo);
+    let git = env.file("real-git");
+    write_exe(
+        &git,
+        "#!/bin/sh\nstat -L -c %d:%i /proc/$$/fd/$LEASE_FD; grep -c FLOCK /proc/$$/fdinfo/$LEASE_FD; echo \"$@\"\n",
+    );
+    let path = format!("{}:/usr/bin:/bin", Shim::Compiled.dir(&env).display());
+    let vars = lease_vars(&env, &id);
+    let shim = |extra: &[(&str, &str)]| -> Output {
+        env.cmd("git")
+            .env("PATH", &path)
+            .env("LEASE_GIT", &git)
+            .envs(vars.iter().cloned())
+            .envs(extra.iter().copied())
+            .args(["rev-parse", "HEAD"])
+            .output()
+            .unwrap()
+    };
+    let o = shim(&[]);
+    assert_code(&o, 0);
+    assert_eq!(
+        stdout(&o),
+        format!("{}\n1\nrev-parse HEAD\n", vars[2].1),
+        "git ran holding the lease: {}",
+        stderr(&o)
+    );
+    // While a retire holds the lease exclusively: refused at once, git
+    // never runs, the record unchanged.
+    let before = fs::read(env.state.join("records").join(format!("{id}.json"))).unwrap();
+    let ex = LockHolder::new(&env, &env.lease_of(&id), true);
+    let o = shim(&[]);
+    assert_code(&o, 125);
+    assert!(
+        stderr(&o).contains("[retire-in-progress]"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(stdout(&o).is_empty(), "git never ran");
+    drop(ex);
+    assert_eq!(
+        fs::read(env.state.join("records").join(format!("{id}.json"))).unwrap(),
+        before
+    );
+    // A lease that is not the one named: refused, git never runs.
+    let o = shim(&[("LEASE_IDENTITY", "1:2")]);
+    assert_code(&o, 125);
+    assert!(stderr(&o).contains("[lease-identity]"), "{}", stderr(&o));
+    assert!(stdout(&o).is_empty(), "git never ran");
+    // While the joined git runs, retire is held.
+    let ready = env.file("ready");
+    let go = env.file("go");
+    fifo(&go);
+    write_exe(
+        &git,
+        &format!(
+            "#!/bin/sh\n{}\nread _ < {}\n",
+            ready_sh(&ready),
+            sh_quote(&go)
+        ),
+    );
+    let mut c = env.cmd("git");
+    c.env("PATH", &path)
+        .env("LEASE_GIT", &git)
+        .envs(vars.iter().cloned())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    let bg = Bg(Some(c.spawn().unwrap()));
+    assert_eq!(read_pid(&ready), bg.pid(), "the shim became git");
+    assert_held(&env, &id, "consumer-alive");
+    release(&go);
+    assert_code(&bg.wait(), 0);
+    assert_removed(&env, &id);
 }
 
 // ---- shim/python ----
