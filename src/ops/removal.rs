@@ -73,3 +73,91 @@ pub fn remove_record(
     }
     Ok(wrote)
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::store::root::StateRoot;
+
+    /// A real state root with one `planned` record and its lease file,
+    /// the file held open as a caller's lock would be.
+    fn one_record() -> (
+        tempfile::TempDir,
+        Registry,
+        String,
+        std::path::PathBuf,
+        fs::File,
+    ) {
+        let t = tempfile::tempdir().unwrap();
+        let base = fs::canonicalize(t.path()).unwrap().join("state");
+        let root = StateRoot::at(base, &std::sync::Arc::new(crate::policy::defaults()));
+        for d in [
+            root.path().to_path_buf(),
+            root.records(),
+            root.leases(),
+            root.locks(),
+        ] {
+            crate::os::atomic::make_private_dir(&d).unwrap();
+        }
+        let reg = Registry::new(root);
+        let mut rec = crate::model::record::sample_record();
+        let path = reg.root().leases().join(format!("{}.lease", rec.id));
+        let (f, lease) = crate::os::lease::create(&path).unwrap();
+        rec.lease = Some(lease);
+        reg.create(&mut rec).unwrap();
+        (t, reg, rec.id, path, f)
+    }
+
+    fn tomb(id: &str) -> Tombstone {
+        Tombstone {
+            path: String::new(),
+            id: id.into(),
+            removed_at: crate::model::fmt::now(),
+            bytes_reclaimed: 0,
+            free_before: 0,
+            free_after: 0,
+            evidence: serde_json::json!({}),
+            branch: None,
+        }
+    }
+
+    #[test]
+    fn a_refused_check_writes_nothing_and_keeps_the_lease_file_even_with_the_lock() {
+        let (_t, reg, id, path, f) = one_record();
+        let wrote = remove_record(&reg, &id, tomb(&id), LeaseProof::Exclusive(&f), |_| {
+            Ok(false)
+        })
+        .unwrap();
+        assert!(!wrote);
+        assert_eq!(reg.get(&id).unwrap().state, State::Planned);
+        assert!(reg.get(&id).unwrap().tombstone.is_none());
+        assert!(path.exists(), "a record that stays keeps its lease file");
+    }
+
+    #[test]
+    fn a_removal_unlinks_the_lease_file_only_with_a_proof() {
+        let (_t, reg, id, path, _f) = one_record();
+        assert!(remove_record(&reg, &id, tomb(&id), LeaseProof::Unproven, |_| Ok(true)).unwrap());
+        let rec = reg.get(&id).unwrap();
+        assert_eq!(rec.state, State::Removed);
+        assert_eq!(rec.tombstone.unwrap().id, id);
+        assert!(path.exists(), "unproven: the leftovers reaper decides");
+
+        let (_t, reg, id, path, f) = one_record();
+        assert!(
+            remove_record(&reg, &id, tomb(&id), LeaseProof::Exclusive(&f), |_| Ok(
+                true
+            ))
+            .unwrap()
+        );
+        assert_eq!(reg.get(&id).unwrap().state, State::Removed);
+        assert!(
+            !path.exists(),
+            "removed under the exclusive lock: the file goes"
+        );
+
+        // A record that is removed already cannot be removed again.
+        assert!(remove_record(&reg, &id, tomb(&id), LeaseProof::NeverUsed, |_| Ok(true)).is_err());
+    }
+}
