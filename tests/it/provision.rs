@@ -128,69 +128,42 @@ fn a_provisioned_ignored_directory_retires_when_unchanged_and_holds_when_not() {
     assert_eq!(rec["provisioned"].as_array().unwrap().len(), 2, "{rec:#}");
 
     // A file provisioned there changed: the tree holds, and says why.
-    let o = env
-        .lease()
-        .current_dir(&repo)
-        .args([
-            "exec",
-            "--keep",
-            "--",
-            "sh",
-            "-c",
-            "echo more >> target/sub/b.bin",
-        ])
-        .output()
-        .unwrap();
-    assert_code(&o, 0);
-    let id = env
-        .records()
-        .into_iter()
-        .find(|r| r["state"] == "retained")
-        .unwrap()["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    assert_code(&env.lease().args(["release", &id]).output().unwrap(), 0);
-    let snap = Snapshot::take(&env, &repo, &id);
-    let o = env
-        .lease()
-        .args(["retire", &id, "--json"])
-        .output()
-        .unwrap();
-    assert_code(&o, 1);
-    assert_eq!(reasons(&o), ["ignored"]);
+    let o = keep_release_and_retire(&env, &repo, "echo more >> target/sub/b.bin");
     assert!(
         stdout(&o).contains("target/ (provisioned at creation, changed since)"),
         "{}",
         stdout(&o)
     );
-    snap.assert_held_unchanged(&env, &repo, "ignored");
-
     // A file nobody provisioned beside the provisioned ones: ignored work.
+    let o = keep_release_and_retire(&env, &repo, "echo mine > target/new.bin");
+    assert!(
+        !stdout(&o).contains("provisioned at creation"),
+        "{}",
+        stdout(&o)
+    );
+}
+
+/// Runs `script` under `lease exec --keep` in a new worktree of `repo`,
+/// releases it, and retires it: the retire must hold `ignored` and change
+/// nothing. Returns the retire's output.
+fn keep_release_and_retire(env: &TestEnv, repo: &Path, script: &str) -> std::process::Output {
+    let before: Vec<serde_json::Value> =
+        env.records().into_iter().map(|r| r["id"].clone()).collect();
     let o = env
         .lease()
-        .current_dir(&repo)
-        .args([
-            "exec",
-            "--keep",
-            "--",
-            "sh",
-            "-c",
-            "echo mine > target/new.bin",
-        ])
+        .current_dir(repo)
+        .args(["exec", "--keep", "--", "sh", "-c", script])
         .output()
         .unwrap();
     assert_code(&o, 0);
-    let id = env
+    let rec = env
         .records()
         .into_iter()
-        .find(|r| r["state"] == "retained" && r["id"] != id.as_str())
-        .unwrap()["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+        .find(|r| r["state"] == "retained" && !before.contains(&r["id"]))
+        .unwrap();
+    let id = rec["id"].as_str().unwrap().to_string();
     assert_code(&env.lease().args(["release", &id]).output().unwrap(), 0);
-    let snap = Snapshot::take(&env, &repo, &id);
+    let snap = Snapshot::take(env, repo, &id);
     let o = env
         .lease()
         .args(["retire", &id, "--json"])
@@ -198,12 +171,8 @@ fn a_provisioned_ignored_directory_retires_when_unchanged_and_holds_when_not() {
         .unwrap();
     assert_code(&o, 1);
     assert_eq!(reasons(&o), ["ignored"]);
-    assert!(
-        !stdout(&o).contains("provisioned at creation"),
-        "{}",
-        stdout(&o)
-    );
-    snap.assert_held_unchanged(&env, &repo, "ignored");
+    snap.assert_held_unchanged(env, repo, "ignored");
+    o
 }
 
 #[test]
