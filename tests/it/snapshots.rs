@@ -539,7 +539,7 @@ ok    state root    `[ROOT]/state` does not exist yet; the first `lease exec` cr
 ok    locks         flock works on `[ROOT]`
 ok    remote        trusted remote of `[ROOT]/repo`: `origin` (commits reachable from it are durable; the rest is archived)
 ok    lease on PATH `[ROOT]/bin/lease`
-warn  git shim      the first git on PATH is not lease's shim: a git started by a process that closed LEASE_FD (Python's subprocess, Node's child_process) does not hold the lease (optional; see shim/README.md)
+warn  git shim      the first git on PATH is not lease's shim: a git started by a process that closed LEASE_FD (Python's subprocess, Node's child_process) does not hold the lease (optional: the script shim/git, or the compiled `lease-git-shim` installed as `git`; see shim/README.md)
                     next: export PATH="$PWD/shim:$PATH"   # from a checkout of lease, in the leased command's environment
 --- stderr
 "#,
