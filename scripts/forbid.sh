@@ -44,5 +44,9 @@ check '\bunsafe[[:space:]]*(\{|fn|impl)|unsafe_code' 'unsafe only in src/os/proc
 # the lease file's unlink happen only in src/ops/removal.rs.
 check 'set_state\(State::Removed\)|\br\.tombstone = Some' 'a record becomes removed only through src/ops/removal.rs (remove_record)' \
   $(src_code | grep -v -e '^src/ops/removal.rs$' -e '^src/model/record.rs$')
+# Every fsync goes through os/atomic.rs (fsync, sync_dir), which logs it at
+# trace level with what it makes durable (docs/record.md "Durability").
+check '\.sync_(all|data)\(' 'fsync through crate::os::atomic::fsync or sync_dir (they log each one at trace)' \
+  $(find src -name '*.rs' | grep -v -e '^src/os/atomic.rs$')
 check 'new\("kill"\)' 'signal processes with rustix, never kill(1): a negative pid argument was seen becoming kill(-1, SIGKILL)' src tests
 exit $status

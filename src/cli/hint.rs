@@ -11,7 +11,10 @@ use std::path::Path;
 
 use crate::error::Error;
 use crate::model::reason::HoldReason;
+use crate::model::record::State;
 use crate::model::report::TargetReport;
+use crate::ops::reap::{Orphan, ReapItem, ReapReport};
+use crate::ops::repair::RepairReport;
 
 /// What a hint may name: the record (its full id), its worktree's path, its
 /// repository (the common git dir), the state root.
@@ -36,20 +39,37 @@ fn id_arg(id: &str) -> String {
     super::short_id(id).to_string()
 }
 
-/// The pids named in `detail` as `pid N`, in order, without repeats.
+/// The pids named in `detail` as `pid N` or `pid N, M, ...` (the lease's
+/// holders), in order, without repeats.
 fn pids(detail: &[String]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for d in detail {
         let mut rest = d.as_str();
         while let Some(i) = rest.find("pid ") {
             rest = &rest[i + 4..];
-            let n: String = rest.chars().take_while(char::is_ascii_digit).collect();
-            if !n.is_empty() && !out.contains(&n) {
-                out.push(n);
+            loop {
+                let n: String = rest.chars().take_while(char::is_ascii_digit).collect();
+                if n.is_empty() {
+                    break;
+                }
+                rest = &rest[n.len()..];
+                if !out.contains(&n) {
+                    out.push(n);
+                }
+                match rest.strip_prefix(", ") {
+                    Some(r) if r.starts_with(|c: char| c.is_ascii_digit()) => rest = r,
+                    _ => break,
+                }
             }
         }
     }
     out
+}
+
+/// The command that shows the processes named in `detail`, if it names any.
+fn ps(detail: &[String]) -> Option<String> {
+    let p = pids(detail);
+    (!p.is_empty()).then(|| format!("ps -o pid,user,etime,args -p {}", p.join(",")))
 }
 
 /// Returns the command to run next for a target held with `reason`: always
@@ -88,16 +108,13 @@ pub(super) fn next(reason: HoldReason, s: &Subject<'_>) -> String {
             None => show,
         },
         RetireInProgress => retire,
-        ConsumerAlive => show,
-        InUse => {
-            let p = pids(s.detail);
-            if p.is_empty() {
-                path.as_ref()
-                    .map_or_else(|| show.clone(), |p| format!("lsof +D {p}"))
-            } else {
-                format!("ps -o pid,user,etime,args -p {}", p.join(","))
-            }
-        }
+        // The holders by pid; else `lease show`, whose `holders` and
+        // `locked` say what /proc shows of them.
+        ConsumerAlive => ps(s.detail).unwrap_or(show),
+        InUse => ps(s.detail).unwrap_or_else(|| {
+            path.as_ref()
+                .map_or_else(|| show.clone(), |p| format!("lsof +D {p}"))
+        }),
         NotRecorded => match &path {
             Some(p) => format!("lease adopt {p} && lease retire {p}"),
             None => "lease list".into(),
@@ -216,6 +233,134 @@ pub(super) fn fill_target(t: &mut TargetReport) {
     ));
 }
 
+/// Puts in every item and orphan of a reap report the command to run next
+/// (as [`fill_target`] does for a retire target), with the real id or path;
+/// `None` where nothing is left to do. Returns the advice in prose the
+/// report carried, items' first then orphans', for the human report's
+/// `hint:` lines.
+pub(super) fn fill_reap(r: &mut ReapReport) -> (Vec<Option<String>>, Vec<String>) {
+    let items = r
+        .items
+        .iter_mut()
+        .map(|i| {
+            if let Some(t) = i.retire.as_mut() {
+                fill_target(t);
+            }
+            let command = reap_item(i);
+            let said = std::mem::replace(&mut i.next, command);
+            match (said, i.reasons.first()) {
+                // The generic advice, with its placeholders filled.
+                (Some(said), Some(&r)) if said == r.next_action() => {
+                    Some(prose(r, Some(&i.id), i.worktree.as_deref()))
+                }
+                (said, _) => said,
+            }
+        })
+        .collect();
+    let orphans = r
+        .orphans
+        .iter_mut()
+        .map(|o| {
+            let command = orphan(o);
+            std::mem::replace(&mut o.next, command)
+        })
+        .collect();
+    (items, orphans)
+}
+
+/// The command to run next for one reap item.
+fn reap_item(i: &ReapItem) -> Option<String> {
+    use crate::ops::reap::ReapDisposition;
+    if let Some(f) = &i.record_file {
+        // Unreadable (corrupt, a FIFO, a newer schema): look at the file;
+        // lease never changes it.
+        return Some(format!("ls -l {}", quote(f)));
+    }
+    let id = id_arg(&i.id);
+    match (i.reasons.first(), i.disposition) {
+        // A hold waiting for the record to turn terminal: dropping it is
+        // all there is to do now.
+        (Some(HoldReason::Retained), _)
+            if !matches!(
+                i.state,
+                Some(State::Terminal | State::Interrupted | State::Retained)
+            ) =>
+        {
+            Some(format!("lease release {id}"))
+        }
+        (Some(&reason), _) => Some(next(
+            reason,
+            &Subject {
+                id: Some(&i.id),
+                path: i.worktree.as_deref(),
+                detail: &i.detail,
+            },
+        )),
+        // Adopted: reap never takes it; a retire of it does.
+        (None, ReapDisposition::Reported) => Some(format!("lease retire {id}")),
+        (None, _) => None,
+    }
+}
+
+/// The command to run next for an orphan: reap reports it and never
+/// deletes it.
+fn orphan(o: &Orphan) -> String {
+    use crate::ops::reap::{OrphanKind, Unadoptable};
+    let p = quote(&o.path);
+    match (&o.unadoptable, o.registered, o.kind) {
+        // Another state root's record: look at it there (its full id: this
+        // state root's id width says nothing about that one's).
+        (Some(Unadoptable::LeasedElsewhere { id, root }), ..) => {
+            format!("LEASE_HOME={} lease show {id}", quote(root))
+        }
+        (Some(Unadoptable::BadRecord { file }), ..) => format!("ls -l {}", quote(file)),
+        (None, true, OrphanKind::Missing) => format!("lease repair {p}"),
+        (None, true, _) => format!("lease adopt {p} && lease retire {p}"),
+        (None, false, _) => format!("ls -la {p}"),
+    }
+}
+
+/// Returns the command to run next for a held repair (`None` when it is
+/// not held), with the real path, repository and id: never `lease repair`
+/// of the same path alone, which would hold again.
+pub(super) fn repair(r: &RepairReport) -> Option<String> {
+    let reason = *r.reasons.first()?;
+    let path = quote(&r.plan.path);
+    let repo = quote(&r.plan.repo);
+    let id = r.plan.record.as_deref();
+    Some(match reason {
+        // The worktree is still there: retire it (adopting it first if no
+        // record names it).
+        HoldReason::PathOccupied => match id {
+            Some(i) => format!("lease retire {}", id_arg(i)),
+            None => format!("lease adopt {path} && lease retire {path}"),
+        },
+        // Keep each commit on a branch of its own, then repair again.
+        HoldReason::UniqueCommitsUnarchived if !r.plan.unique().is_empty() => {
+            let keep: Vec<String> = r
+                .plan
+                .unique()
+                .iter()
+                .map(|c| format!("git -C {repo} branch rescued-{} {c}", &c[..12.min(c.len())]))
+                .collect();
+            format!("{} && lease repair {path}", keep.join(" && "))
+        }
+        HoldReason::GitLocked => {
+            format!("git -C {repo} worktree unlock {path} && lease repair {path}")
+        }
+        // The rest as for a retire, with git run in the repository (the
+        // worktree's directory is gone, which is why repair runs).
+        reason => next(
+            reason,
+            &Subject {
+                id,
+                path: Some(&r.plan.repo),
+                detail: &r.detail,
+            },
+        ),
+    })
+}
+
 /// Returns the next step for an error that ends a command, or `None` when
 /// there is nothing better to say than the message.
 pub(super) fn for_error(e: &Error) -> Option<String> {
@@ -315,6 +460,21 @@ mod tests {
             },
         );
         assert_eq!(n, "ps -o pid,user,etime,args -p 17,18");
+        // Consumers of the lease, as gate 3 names them: their processes.
+        let d = vec!["a consumer holds the lease (shared flock): pid 17, 18, 19".to_string()];
+        let n = next(
+            HoldReason::ConsumerAlive,
+            &Subject {
+                detail: &d,
+                ..s("/")
+            },
+        );
+        assert_eq!(n, "ps -o pid,user,etime,args -p 17,18,19");
+        // None visible (another pid namespace): what `lease show` knows.
+        assert_eq!(
+            next(HoldReason::ConsumerAlive, &s("/")),
+            "lease show 0123abcd"
+        );
         // From inside: the exact command to run from the parent.
         assert_eq!(
             next(HoldReason::CwdInsideTarget, &s("/tmp")),

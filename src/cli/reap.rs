@@ -49,7 +49,7 @@ pub(super) fn reap(
     } else {
         ctx.existing_root()?
     };
-    let report = match &root {
+    let mut report = match &root {
         None => ReapReport::empty(true, &git),
         Some(root) => {
             let _reaper = crate::ops::reap::lock_reaper(root, apply)?;
@@ -59,13 +59,14 @@ pub(super) fn reap(
             }
         }
     };
+    let hints = super::hint::fill_reap(&mut report);
     if json {
         out_raw!(
             "{}",
             serde_json::to_string_pretty(&report).expect("a report serializes")
         );
     } else {
-        for line in render_reap(&report) {
+        for line in render_reap(&report, &hints) {
             out!("{line}");
         }
     }
@@ -78,7 +79,13 @@ pub(super) fn reap(
     })
 }
 
-fn render_reap(r: &crate::ops::reap::ReapReport) -> Vec<String> {
+/// The human report; `hints` is the advice in prose of each item and
+/// orphan ([`super::hint::fill_reap`]), shown as `hint:` above the `next:`
+/// command.
+fn render_reap(
+    r: &crate::ops::reap::ReapReport,
+    hints: &(Vec<Option<String>>, Vec<String>),
+) -> Vec<String> {
     use crate::ops::reap::{OrphanKind, ReapDisposition};
     let mut out = Vec::new();
     out.push(format!(
@@ -96,7 +103,7 @@ fn render_reap(r: &crate::ops::reap::ReapReport) -> Vec<String> {
     for p in &r.problems {
         out.push(format!("  could not read: {p}"));
     }
-    for i in &r.items {
+    for (n, i) in r.items.iter().enumerate() {
         let what = i.worktree.as_deref().unwrap_or("-");
         let id = super::short_id(&i.id);
         let word = match i.disposition {
@@ -129,11 +136,16 @@ fn render_reap(r: &crate::ops::reap::ReapReport) -> Vec<String> {
         if let Some(e) = &i.error {
             out.push(format!("  error: {e}"));
         }
-        if let Some(n) = &i.next {
-            out.push(format!("  hint: {n}"));
+        if let Some(h) = hints.0.get(n).and_then(Option::as_deref)
+            && i.next.as_deref() != Some(h)
+        {
+            out.push(format!("  hint: {h}"));
+        }
+        if let Some(c) = &i.next {
+            out.push(format!("  next: {c}"));
         }
     }
-    for o in &r.orphans {
+    for (n, o) in r.orphans.iter().enumerate() {
         let what = match (o.registered, o.kind) {
             (true, OrphanKind::Missing) => "registered, directory missing",
             (true, _) => "registered, no record",
@@ -151,7 +163,10 @@ fn render_reap(r: &crate::ops::reap::ReapReport) -> Vec<String> {
             seen
         };
         out.push(format!("orphan `{}`: {what}{seen}", o.path));
-        out.push(format!("  hint: {}", o.next));
+        if let Some(h) = hints.1.get(n) {
+            out.push(format!("  hint: {h}"));
+        }
+        out.push(format!("  next: {}", o.next));
     }
     for l in &r.leftovers {
         let what = match l.kind {

@@ -46,10 +46,24 @@ pub(super) fn repair(ctx: &crate::ops::Ctx, path: &Path, dry_run: bool, json: bo
             out!("  {s}");
         }
     }
-    let report = if dry_run {
+    let mut report = if dry_run {
         crate::ops::repair::dry_run(plan)
     } else {
         crate::ops::repair::apply(reg.as_ref(), &git, plan)?
+    };
+    // The advice in prose for people, the command to run in `next`.
+    let command = super::hint::repair(&report);
+    let prose = match (
+        std::mem::replace(&mut report.next, command),
+        report.reasons.first(),
+    ) {
+        // The generic advice, with its placeholders filled.
+        (Some(said), Some(&r)) if said == r.next_action() => Some(super::hint::prose(
+            r,
+            report.plan.record.as_deref(),
+            Some(&report.plan.path),
+        )),
+        (said, _) => said,
     };
     if json {
         out_raw!(
@@ -77,8 +91,11 @@ pub(super) fn repair(ctx: &crate::ops::Ctx, path: &Path, dry_run: bool, json: bo
                 for d in &report.detail {
                     out!("  {d}");
                 }
+                if let Some(h) = &prose {
+                    out!("  hint: {h}");
+                }
                 if let Some(n) = &report.next {
-                    out!("  hint: {n}");
+                    out!("  next: {n}");
                 }
             }
         }

@@ -197,7 +197,7 @@ fn copy_one(main: &Path, wt: &Path, rel: &[u8]) -> Result<Provisioned> {
         .open(&dst)
         .at_do("cannot create", &dst)?;
     let how = crate::os::fs::clone_or_copy(&mut from, &mut to).at_do("cannot copy into", &dst)?;
-    to.sync_all().at_do("cannot fsync", &dst)?;
+    crate::os::atomic::fsync(&to, &dst, "the provisioned copy").at_do("cannot fsync", &dst)?;
     let sha = crate::ops::retire::fd_sha256(&mut from).at(&src)?;
     Ok(Provisioned {
         path: shown,

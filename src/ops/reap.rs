@@ -67,7 +67,7 @@ mod scan;
 pub mod until_free;
 
 pub use leftovers::{Leftover, LeftoverKind};
-pub use scan::{Orphan, OrphanKind};
+pub use scan::{Orphan, OrphanKind, Unadoptable};
 
 /// How one record ended up in a reap.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -122,6 +122,10 @@ pub struct ReapItem {
     /// files under its worktree), which ordered the candidates.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub estimate: Option<u64>,
+    /// The record file, when it could not be read (the next step is to
+    /// look at it); not serialized.
+    #[serde(skip)]
+    pub record_file: Option<String>,
 }
 
 impl ReapItem {
@@ -142,6 +146,7 @@ impl ReapItem {
             retire: None,
             error: None,
             estimate: None,
+            record_file: None,
         }
     }
 
@@ -384,10 +389,12 @@ fn run(root: &StateRoot, git: &Git, apply: bool, until: Option<u64>) -> Result<R
             Loaded::Ok(rec) => {
                 let mut item = reaper.reconcile(*rec);
                 item.estimate = estimate;
+                log_item(&item, apply);
                 report.items.push(item);
             }
             Loaded::Bad { id, path, problem } => {
                 let what = format!("record `{}` is {problem}", path.display());
+                tracing::info!(id, problem = %what, "reap: record unreadable, left as it is");
                 report.complete = false;
                 report.problems.push(what.clone());
                 report.items.push(ReapItem {
@@ -407,6 +414,7 @@ fn run(root: &StateRoot, git: &Git, apply: bool, until: Option<u64>) -> Result<R
                     retire: None,
                     error: Some(what),
                     estimate: None,
+                    record_file: Some(lossless(path.as_os_str().as_bytes())),
                 });
             }
         }
@@ -419,7 +427,13 @@ fn run(root: &StateRoot, git: &Git, apply: bool, until: Option<u64>) -> Result<R
         .map(|t| t.bytes_reclaimed)
         .sum();
     scan::scan_orphans(&reaper.reg, git, apply, root, &mut report);
+    for o in &report.orphans {
+        tracing::info!(path = %o.path, kind = ?o.kind, registered = o.registered, past_grace = o.past_grace, "reap: orphan reported, never deleted");
+    }
     leftovers::sweep(&reaper.reg, git, apply, &mut report);
+    for l in &report.leftovers {
+        tracing::info!(path = %l.path, kind = ?l.kind, bytes = l.bytes, removed = l.removed, kept = l.kept.as_deref().unwrap_or("-"), dry_run = !apply, "reap: leftover");
+    }
     report.free = before
         .into_iter()
         .map(|(path, before)| FreeSpace {
@@ -432,6 +446,23 @@ fn run(root: &StateRoot, git: &Git, apply: bool, until: Option<u64>) -> Result<R
         report.until_free = Some(until_free::summarize(target, &roots, &report.items));
     }
     Ok(report)
+}
+
+/// Logs the decision a reap took on one record at info, as a retire logs
+/// its gates.
+fn log_item(item: &ReapItem, apply: bool) {
+    let codes: Vec<String> = item.reasons.iter().map(|r| r.code()).collect();
+    tracing::info!(
+        id = %item.id,
+        disposition = ?item.disposition,
+        reasons = ?codes,
+        state = ?item.state,
+        after = ?item.after,
+        expired = item.expired,
+        error = item.error.as_deref().unwrap_or("-"),
+        dry_run = !apply,
+        "reap: decided"
+    );
 }
 
 /// Free bytes on each distinct filesystem of the state root, the worktree
@@ -495,8 +526,12 @@ impl Reaper<'_> {
         };
         match crate::ops::restore::archive_became_durable(self.reg.root().policy(), self.git, rec) {
             Ok(true) => {}
-            Ok(false) => return,
+            Ok(false) => {
+                tracing::info!(id = %rec.id, "reap: archive kept: its commits are not durable elsewhere");
+                return;
+            }
             Err(e) => {
+                tracing::info!(id = %rec.id, error = %e, "reap: archive kept: cannot prove it durable");
                 report.notes.push(format!(
                     "archive of {} kept: cannot prove it durable: {e}",
                     rec.id
@@ -527,6 +562,7 @@ impl Reaper<'_> {
                 }
             }
         }
+        tracing::info!(id = %rec.id, dropped = d.dropped, dry_run = !self.apply, "reap: archive durable elsewhere");
         report.archives_dropped.push(d);
     }
 

@@ -64,12 +64,21 @@ pub struct RepairPlan {
     /// record (taken off right before the removal).
     #[serde(skip)]
     own_lock: bool,
+    /// The commits only this registration reaches, when they hold it.
+    #[serde(skip)]
+    unique: Vec<String>,
 }
 
 impl RepairPlan {
     /// The refusals found while planning (empty: it may go ahead).
     pub fn holds(&self) -> &[Hold] {
         &self.holds
+    }
+
+    /// The commits (40 hex) reachable only from this registration, when
+    /// they hold the repair (`unique-commits-unarchived`); empty otherwise.
+    pub fn unique(&self) -> &[String] {
+        &self.unique
     }
 }
 
@@ -297,6 +306,7 @@ pub fn plan(reg: Option<&Registry>, git: &Git, path: &Path) -> Result<RepairPlan
         admin_dir: admin,
         target,
         own_lock: false,
+        unique: Vec::new(),
     };
     plan.steps.push(format!(
         "registration `{}` of `{}` names `{}`",
@@ -364,6 +374,7 @@ pub fn plan(reg: Option<&Registry>, git: &Git, path: &Path) -> Result<RepairPlan
                     "keep them: `git -C {} branch <name> <commit>` for each listed commit, then `lease repair {}` again",
                     plan.repo, plan.path
                 ));
+                plan.unique = unique;
                 return Ok(plan);
             }
         }

@@ -290,13 +290,31 @@ fn checked_out(rg: &RepoGit, repo: &Path) -> Result<Vec<String>> {
         .collect())
 }
 
-/// `lease restore`.
+/// `lease restore`. Each step and the refusal, if any, is logged at info
+/// (`-v`), as a retire logs its gates.
 pub fn restore(ctx: &Ctx, req: &RestoreRequest) -> Result<RestoreReport> {
+    let r = restore_steps(ctx, req);
+    match &r {
+        Ok(rep) => {
+            tracing::info!(id = %rep.from, restored = %rep.id, worktree = %rep.worktree, branch = %rep.branch, "restore: done")
+        }
+        Err(e) => tracing::info!(
+            id = %req.id,
+            reason = e.reason().map(|r| r.code()).unwrap_or_default(),
+            error = %e,
+            "restore: refused"
+        ),
+    }
+    r
+}
+
+fn restore_steps(ctx: &Ctx, req: &RestoreRequest) -> Result<RestoreReport> {
     if let Some(to) = &req.to {
         crate::store::root::refuse_newline("--to", to)?;
     }
     let (reg, git, rec) = open(ctx, &req.id)?;
     let a = archive_of(&rec)?.clone();
+    tracing::info!(id = %rec.id, kind = %a.kind, location = %a.location, receipts = a.receipts.len(), again = req.again, "restore: archive found");
     if !a.receipts.is_empty() && !req.again {
         return Err(Error::refused(
             HoldReason::AlreadyRestored,
@@ -338,8 +356,11 @@ pub fn restore(ctx: &Ctx, req: &RestoreRequest) -> Result<RestoreReport> {
         .get(&head_ref(&rec.id))
         .cloned()
         .unwrap_or(a.tip.clone());
+    tracing::info!(id = %rec.id, repo = %repo.display(), to = ?req.to, "restore: target free, repository present");
     let branch = choose_branch(&rg, &repo, &rec, req.branch.as_deref(), &tip)?;
+    tracing::info!(id = %rec.id, branch = %branch, tip = %tip, "restore: branch chosen");
     verify_archive(&reg, &rg, &rec)?;
+    tracing::info!(id = %rec.id, "restore: archive verified");
     let fetched = format!("refs/lease/restore/{}", rec.id);
     // From the bundle when there is one, else by URL from the archival ref.
     let (source, head) = match (&a.remote, a.has_bundle()) {
@@ -358,6 +379,7 @@ pub fn restore(ctx: &Ctx, req: &RestoreRequest) -> Result<RestoreReport> {
             format!("`{fetched}` is at {at}, not at the archived {tip}"),
         ));
     }
+    tracing::info!(id = %rec.id, fetched = %fetched, from = %source, "restore: fetched the archived tip");
     let (id, wt) = crate::ops::launcher::create_restored(
         &reg,
         &git,
@@ -599,7 +621,10 @@ pub fn drop_archive(
         }
         if let Some(dir) = b.parent() {
             let _ = fs::remove_dir(dir); // only if empty
-            let _ = crate::os::atomic::sync_dir(&reg.root().archives());
+            let _ = crate::os::atomic::sync_dir(
+                &reg.root().archives(),
+                &format!("the removal of `{}`", dir.display()),
+            );
         }
     }
     Ok(DropReport {

@@ -183,7 +183,8 @@ fn write_atomic_with(path: &Path, bytes: &[u8], mode: u32, durable: bool) -> Res
         // can report success for data that never reached the disk
         // (PostgreSQL's "fsyncgate"), so there is no retry.
         if durable {
-            f.sync_all().at_do("cannot fsync", &tmp)?;
+            let what = format!("the new content of `{}`", path.display());
+            fsync(&f, &tmp, &what).at_do("cannot fsync", &tmp)?;
         }
         drop(f);
         fs::rename(&tmp, path).at_do("cannot rename into", path)
@@ -192,13 +193,34 @@ fn write_atomic_with(path: &Path, bytes: &[u8], mode: u32, durable: bool) -> Res
         let _ = fs::remove_file(&tmp);
     }
     written?;
-    if durable { sync_dir(dir) } else { Ok(()) }
+    if durable {
+        sync_dir(dir, &format!("the rename into `{}`", path.display()))
+    } else {
+        Ok(())
+    }
 }
 
-/// Fsyncs a directory so a rename or create in it is durable.
-pub fn sync_dir(dir: &Path) -> Result<()> {
+/// Fsyncs `f`, open on `path`, and logs at trace level that `what` (such
+/// as "the new content of `<record>`") is durable now: every fsync lease
+/// makes goes through here or [`sync_dir`] (docs/record.md "Durability"
+/// lists them). The event says `ok = false` when the fsync failed.
+///
+/// # Errors
+/// The error of fsync(2).
+pub fn fsync(f: &fs::File, path: &Path, what: &str) -> std::io::Result<()> {
+    let r = f.sync_all();
+    tracing::trace!(path = %path.display(), durable = what, ok = r.is_ok(), "fsync");
+    r
+}
+
+/// Fsyncs directory `dir` so `what`, a rename, create or unlink in it, is
+/// durable, and logs it at trace level like [`fsync`].
+///
+/// # Errors
+/// `Error::Io` naming `dir` if it cannot be opened or fsynced.
+pub fn sync_dir(dir: &Path, what: &str) -> Result<()> {
     fs::File::open(dir)
-        .and_then(|d| d.sync_all())
+        .and_then(|d| fsync(&d, dir, what))
         .at_do("cannot fsync directory", dir)
 }
 

@@ -124,7 +124,8 @@ impl Audit {
         if !durable {
             return Ok(());
         }
-        f.sync_all().at_do("cannot fsync", &self.path)
+        crate::os::atomic::fsync(&f, &self.path, "the appended audit line")
+            .at_do("cannot fsync", &self.path)
     }
 }
 

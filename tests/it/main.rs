@@ -26,6 +26,7 @@ mod hosts;
 mod hygiene;
 mod identity;
 mod intent;
+mod json;
 mod keeper;
 mod list;
 mod logs;

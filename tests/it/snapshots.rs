@@ -8,6 +8,7 @@
 //! more for a review tool the team does not use). A mismatch prints the
 //! actual snapshot, ready to paste.
 
+use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::Output;
 
@@ -312,6 +313,288 @@ exit: 2
 --- stdout
 --- stderr
 error: no record matches `deadbeef00`
+",
+    );
+}
+
+/// Sorts the report's blocks (a line and the indented lines under it)
+/// between the first line and the first line that starts with one of
+/// `tail`: reap lists records in id order, and ids are random.
+fn sort_blocks(snap: &str, tail: &[&str]) -> String {
+    let (head, rest) = snap.split_once("--- stdout\n").unwrap();
+    let (out, err) = rest.split_once("--- stderr\n").unwrap();
+    let mut lines = out.lines();
+    let first = lines.next().unwrap_or_default();
+    let mut blocks: Vec<String> = Vec::new();
+    let mut after = String::new();
+    for l in lines {
+        if !after.is_empty() || tail.iter().any(|t| l.starts_with(t)) {
+            after.push_str(l);
+            after.push('\n');
+        } else if l.starts_with(' ') && !blocks.is_empty() {
+            let b = blocks.last_mut().unwrap();
+            b.push_str(l);
+            b.push('\n');
+        } else {
+            blocks.push(format!("{l}\n"));
+        }
+    }
+    blocks.sort();
+    format!(
+        "{head}--- stdout\n{first}\n{}{after}--- stderr\n{err}",
+        blocks.concat()
+    )
+}
+
+/// `lease reap` (a dry run) with a candidate, a hold and a retention, and
+/// `lease show` of the held record; `lease reap --apply` then.
+#[test]
+fn reap_and_show_human() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let (clean, _) = env.kept(&repo, "clean", "true");
+    let (held, _) = env.kept(&repo, "held", "echo x > notes.txt");
+    let (kept, _) = env.kept(&repo, "kept", "true");
+    let run = |args: &[&str]| env.lease().args(args).output().unwrap();
+    assert_code(&run(&["hold", &kept, "--reason", "review"]), 0);
+    let ids = [clean.as_str(), held.as_str(), kept.as_str()];
+    assert_snapshot(
+        &sort_blocks(&snapshot(&run(&["reap"]), &env.root, &ids), &["free under"]),
+        r"
+exit: 1
+--- stdout
+lease reap (dry run, nothing changed): 3 record(s), 0 orphan(s), 0 removed record(s) skipped; discovery complete
+held `[ROOT]/state/worktrees/repo-[HASH]/[ID]` ([ID8]) [terminal]: untracked
+  untracked: notes.txt
+  hint: commit, move or delete the listed files, then retry
+  next: git -C [ROOT]/state/worktrees/repo-[HASH]/[ID] status --short --untracked-files=all --ignored
+retained `[ROOT]/state/worktrees/repo-[HASH]/[ID]` ([ID8]) [retained]: retained
+  held by manual:[USER] (review)
+  hint: `lease release [ID8]` when it is no longer needed
+  next: lease release [ID8] && lease retire [ID8]
+would remove `[ROOT]/state/worktrees/repo-[HASH]/[ID]` ([ID8]) [terminal]
+  every commit is durable; would remove
+free under `[ROOT]/state`: [SIZE]
+--- stderr
+",
+    );
+    assert_snapshot(
+        &snapshot(&run(&["show", &held[..8]]), &env.root, &ids),
+        r"
+exit: 0
+--- stdout
+id:        [ID]
+state:     terminal
+worktree:  [ROOT]/state/worktrees/repo-[HASH]/[ID]
+repo:      [ROOT]/repo/.git
+branch:    held
+owner:     manual:[USER]
+slot:      1 (LEASE_SLOT)
+holders:   none (the lease is free)
+launcher:  pid [PID] (ended at [TIME])
+outcome:   exit 0 at [TIME]
+--- stderr
+",
+    );
+    assert_snapshot(
+        &sort_blocks(
+            &snapshot(&run(&["reap", "--apply"]), &env.root, &ids),
+            &["reclaimed", "free under"],
+        ),
+        r"
+exit: 1
+--- stdout
+lease reap: 3 record(s), 0 orphan(s), 0 removed record(s) skipped; discovery complete
+held `[ROOT]/state/worktrees/repo-[HASH]/[ID]` ([ID8]) [terminal]: untracked
+  untracked: notes.txt
+  hint: commit, move or delete the listed files, then retry
+  next: git -C [ROOT]/state/worktrees/repo-[HASH]/[ID] status --short --untracked-files=all --ignored
+removed `[ROOT]/state/worktrees/repo-[HASH]/[ID]` ([ID8]) [terminal -> removed]
+retained `[ROOT]/state/worktrees/repo-[HASH]/[ID]` ([ID8]) [retained]: retained
+  held by manual:[USER] (review)
+  hint: `lease release [ID8]` when it is no longer needed
+  next: lease release [ID8] && lease retire [ID8]
+reclaimed [SIZE]
+free under `[ROOT]/state`: [SIZE] before, [SIZE] after
+--- stderr
+",
+    );
+}
+
+/// `lease repair` done (dry run, then for real) and held (the worktree is
+/// still there), and `lease archives`.
+#[test]
+fn repair_and_archives_human() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let run = |args: &[&str]| env.lease().current_dir(&repo).args(args).output().unwrap();
+    let gone = env.root.join("gone");
+    env.add_worktree(&repo, "gone", &gone);
+    std::fs::remove_dir_all(&gone).unwrap();
+    let g = gone.to_str().unwrap();
+    assert_snapshot(
+        &snapshot(&run(&["repair", "--dry-run", g]), &env.root, &[]),
+        r"
+exit: 0
+--- stdout
+lease repair would:
+  registration `[ROOT]/repo/.git/worktrees/gone` of `[ROOT]/repo/.git` names `[ROOT]/gone`
+  the directory `[ROOT]/gone` is missing
+  every commit its HEAD, HEAD reflog and private refs reach is on a branch, tag or remote-tracking ref
+  `git worktree remove -- [ROOT]/gone` (not forced) removes that one registration; lease never runs `git worktree prune`
+would remove the registration of `[ROOT]/gone`
+--- stderr
+",
+    );
+    assert_snapshot(
+        &snapshot(&run(&["repair", g]), &env.root, &[]),
+        r"
+exit: 0
+--- stdout
+lease repair will:
+  registration `[ROOT]/repo/.git/worktrees/gone` of `[ROOT]/repo/.git` names `[ROOT]/gone`
+  the directory `[ROOT]/gone` is missing
+  every commit its HEAD, HEAD reflog and private refs reach is on a branch, tag or remote-tracking ref
+  `git worktree remove -- [ROOT]/gone` (not forced) removes that one registration; lease never runs `git worktree prune`
+removed the registration of `[ROOT]/gone`
+--- stderr
+",
+    );
+    let (id, wt) = env.kept(&repo, "here", "true");
+    assert_snapshot(
+        &snapshot(&run(&["repair", wt.to_str().unwrap()]), &env.root, &[&id]),
+        r"
+exit: 1
+--- stdout
+lease repair found:
+  registration `[ROOT]/repo/.git/worktrees/[ID]` of `[ROOT]/repo/.git` names `[ROOT]/state/worktrees/repo-[HASH]/[ID]`
+held `[ROOT]/state/worktrees/repo-[HASH]/[ID]` (record [ID8]): path-occupied
+  `[ROOT]/state/worktrees/repo-[HASH]/[ID]` exists, so its registration is not stale; `lease retire` removes a worktree
+  hint: the worktree still exists: `lease retire [ROOT]/state/worktrees/repo-[HASH]/[ID]` (or `git worktree remove`) removes it
+  next: lease retire [ID8]
+--- stderr
+",
+    );
+    assert_snapshot(
+        &snapshot(&run(&["archives"]), &env.root, &[&id]),
+        r"
+exit: 0
+--- stdout
+no archives
+--- stderr
+",
+    );
+    let o = run(&[
+        "exec",
+        "--",
+        "sh",
+        "-c",
+        "git commit -q --allow-empty -m work",
+    ]);
+    assert_code(&o, 0);
+    let archived = env
+        .records()
+        .into_iter()
+        .find(|r| !r["archive"].is_null())
+        .unwrap();
+    let aid = archived["id"].as_str().unwrap().to_string();
+    let tip = archived["archive"]["tip"].as_str().unwrap().to_string();
+    let snap = snapshot(&run(&["archives"]), &env.root, &[&id, &aid]).replace(&tip[..8], "[TIP8]");
+    assert_snapshot(
+        &snap,
+        r"
+exit: 0
+--- stdout
+ID            TIP           COMMITS  SIZE      RESTORED  REPOSITORY
+[ID8]      [TIP8]            1      [SIZE]         0  [ROOT]/repo/.git
+--- stderr
+",
+    );
+}
+
+/// `lease doctor` with a known PATH (lease and git on it, no shim), and
+/// `lease create` done and failed.
+#[test]
+fn doctor_and_create_human() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let bin = env.root.join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_lease"), bin.join("lease")).unwrap();
+    std::os::unix::fs::symlink(which("git"), bin.join("git")).unwrap();
+    let o = env
+        .lease()
+        .current_dir(&repo)
+        .env("PATH", &bin)
+        .args(["doctor"])
+        .output()
+        .unwrap();
+    assert_snapshot(
+        &snapshot(&o, &env.root, &[]),
+        r#"
+exit: 0
+--- stdout
+ok    git           git version [VERSION] at `[ROOT]/bin/git`
+ok    state root    `[ROOT]/state` does not exist yet; the first `lease exec` creates it (0700)
+ok    locks         flock works on `[ROOT]`
+ok    remote        trusted remote of `[ROOT]/repo`: `origin` (commits reachable from it are durable; the rest is archived)
+ok    lease on PATH `[ROOT]/bin/lease`
+warn  git shim      the first git on PATH is not lease's shim: a git started by a process that closed LEASE_FD (Python's subprocess, Node's child_process) does not hold the lease (optional: the script shim/git, or the compiled `lease-git-shim` installed as `git`; see shim/README.md)
+                    next: export PATH="$PWD/shim:$PATH"   # from a checkout of lease, in the leased command's environment
+--- stderr
+"#,
+    );
+    // Killed and reaped on drop, even when a snapshot differs.
+    let sleeper = Bg(Some(
+        env.cmd("sleep")
+            .arg("600")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .process_group(0)
+            .spawn()
+            .unwrap(),
+    ));
+    let o = env
+        .lease()
+        .current_dir(&repo)
+        .args([
+            "create",
+            "--branch",
+            "task",
+            "--bind-pid",
+            &sleeper.pid().to_string(),
+        ])
+        .output()
+        .unwrap();
+    let id = env.record()["id"].as_str().unwrap().to_string();
+    assert_snapshot(
+        &snapshot(&o, &env.root, &[&id]),
+        r"
+exit: 0
+--- stdout
+[ROOT]/state/worktrees/repo-[HASH]/[ID]
+--- stderr
+",
+    );
+    let o = env
+        .lease()
+        .current_dir(&repo)
+        .args([
+            "create",
+            "--branch",
+            "task",
+            "--bind-pid",
+            &sleeper.pid().to_string(),
+        ])
+        .output()
+        .unwrap();
+    assert_snapshot(
+        &snapshot(&o, &env.root, &[&id]),
+        r"
+exit: 2
+--- stdout
+--- stderr
+error: branch `task` is checked out in worktree `[ROOT]/state/worktrees/repo-[HASH]/[ID]`; if that directory is gone, run `lease repair [ROOT]/state/worktrees/repo-[HASH]/[ID]`
 ",
     );
 }

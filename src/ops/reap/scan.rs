@@ -54,8 +54,31 @@ pub struct Orphan {
     /// True once it was first seen longer ago than config `orphan_grace`:
     /// worth a look (it is still never deleted).
     pub past_grace: bool,
-    /// What to do next.
+    /// What to do next, in prose (the CLI puts the command to run in
+    /// `next` and shows this as the hint).
     pub next: String,
+    /// Why it must not be adopted, when it must not (the command to run
+    /// next then differs); not serialized.
+    #[serde(skip)]
+    pub unadoptable: Option<Unadoptable>,
+}
+
+/// Why lease never suggests adopting a registration no record claims
+/// (SPEC "A lease every tool can see").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unadoptable {
+    /// git's lock on it names record `id` of the state root at `root`.
+    LeasedElsewhere {
+        /// The record id the lock names.
+        id: String,
+        /// That record's state root.
+        root: String,
+    },
+    /// A record file of this state root that cannot be read may name it.
+    BadRecord {
+        /// The record file.
+        file: String,
+    },
 }
 
 /// Scans the worktree roots and the registrations of every repository a
@@ -261,11 +284,12 @@ fn scan_registrations(
         match found_kind(&p) {
             Ok(kind) => {
                 add_orphan(found, &p, kind, false, Some(repo));
-                if let (Some(next), Some(o)) = (
+                if let (Some((next, why)), Some(o)) = (
                     not_adoptable(e.locked.as_deref(), loaded, &p),
                     found.get_mut(&e.path),
                 ) {
                     o.next = next;
+                    o.unadoptable = Some(why);
                 }
             }
             Err(err) => {
@@ -315,6 +339,7 @@ fn add_orphan(
         first_seen: None,
         past_grace: false,
         next: String::new(),
+        unadoptable: None,
     });
     o.in_root |= in_root;
     if let Some(r) = repo {
@@ -338,18 +363,31 @@ fn add_orphan(
 /// What to do about a registration no record claims that lease must never
 /// suggest adopting (SPEC "A lease every tool can see"): one whose git lock
 /// names a lease record (of any state root), or one a corrupt, unreadable
-/// or newer-schema record of this state root may name. `None` for any other.
-fn not_adoptable(locked: Option<&str>, loaded: &[Loaded], path: &Path) -> Option<String> {
+/// or newer-schema record of this state root may name. `None` for any other;
+/// else the advice in prose and why.
+fn not_adoptable(
+    locked: Option<&str>,
+    loaded: &[Loaded],
+    path: &Path,
+) -> Option<(String, Unadoptable)> {
     if let Some((id, root)) = locked.and_then(git::admin::parse_lock_reason) {
-        return Some(format!(
-            "git's lock names lease record {id} of state root `{root}`: see it there (`LEASE_HOME={} lease show {id}`); never adopt it here",
-            crate::plan::shell_quote(&root)
+        return Some((
+            format!(
+                "git's lock names lease record {id} of state root `{root}`: see it there (`LEASE_HOME={} lease show {id}`); never adopt it here",
+                crate::plan::shell_quote(&root)
+            ),
+            Unadoptable::LeasedElsewhere { id, root },
         ));
     }
     crate::store::registry::bad_record_naming(loaded, path).map(|(file, problem)| {
-        format!(
-            "record `{}` is {problem} and may name it: repair or move that record file; lease never adopts a worktree such a record may name",
-            file.display()
+        (
+            format!(
+                "record `{}` is {problem} and may name it: repair or move that record file; lease never adopts a worktree such a record may name",
+                file.display()
+            ),
+            Unadoptable::BadRecord {
+                file: lossless(file.as_os_str().as_bytes()),
+            },
         )
     })
 }

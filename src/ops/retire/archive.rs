@@ -115,9 +115,10 @@ impl Engine {
             ops::bundle_create(rg, &scratch.path, &tmp, &names, not)?;
             crate::os::fault::point("archive-bundle-created");
             let f = fs::File::open(&tmp).at(&tmp)?;
-            f.sync_all().at_do("cannot fsync", &tmp)?;
+            crate::os::atomic::fsync(&f, &tmp, "the bundle's content")
+                .at_do("cannot fsync", &tmp)?;
             crate::os::fs::rename_no_replace(&tmp, &bundle).at_do("cannot rename into", &bundle)?;
-            crate::os::atomic::sync_dir(&dir)
+            crate::os::atomic::sync_dir(&dir, &format!("the bundle's name `{}`", bundle.display()))
         })();
         drop(scratch);
         drop(step);
