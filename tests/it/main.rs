@@ -42,6 +42,7 @@ mod retire;
 mod shim;
 mod slots;
 mod snapshots;
+mod snapshots2;
 mod suite;
 mod teardown;
 mod transport;

@@ -17,7 +17,7 @@ use crate::support::*;
 /// Replaces what changes from run to run: the sandbox root, hex runs of
 /// 32 (ids), 40 (oids) and 64 (sha256) digits, 8-digit prefixes of the
 /// given ids, RFC 3339 times, `pid N`, git's path and version, sizes.
-fn normalize(text: &str, root: &Path, ids: &[&str]) -> String {
+pub(crate) fn normalize(text: &str, root: &Path, ids: &[&str]) -> String {
     let mut t = text.replace(root.to_str().unwrap(), "[ROOT]");
     let git = which("git");
     t = t.replace(git.to_str().unwrap(), "[GIT]");
@@ -86,7 +86,7 @@ fn normalize(text: &str, root: &Path, ids: &[&str]) -> String {
     while let Some(i) = out[from..].find("manual:").map(|i| i + from) {
         from = i + 7;
         let end = out[from..]
-            .find(|c: char| c.is_whitespace() || c == ')' || c == '`')
+            .find(|c: char| c.is_whitespace() || matches!(c, ')' | '`' | '"'))
             .map_or(out.len(), |e| e + from);
         out.replace_range(from..end, "[USER]");
     }
@@ -127,7 +127,7 @@ fn normalize(text: &str, root: &Path, ids: &[&str]) -> String {
 }
 
 /// The snapshot of one run: exit code, stdout, stderr.
-fn snapshot(o: &Output, root: &Path, ids: &[&str]) -> String {
+pub(crate) fn snapshot(o: &Output, root: &Path, ids: &[&str]) -> String {
     format!(
         "exit: {}\n--- stdout\n{}--- stderr\n{}",
         o.status.code().map_or("signal".into(), |c| c.to_string()),
@@ -138,7 +138,7 @@ fn snapshot(o: &Output, root: &Path, ids: &[&str]) -> String {
 
 /// Asserts a snapshot, printing the actual one on mismatch.
 #[track_caller]
-fn assert_snapshot(actual: &str, expected: &str) {
+pub(crate) fn assert_snapshot(actual: &str, expected: &str) {
     let expected = expected.strip_prefix('\n').unwrap_or(expected);
     assert!(
         actual == expected,
@@ -320,7 +320,7 @@ error: no record matches `deadbeef00`
 /// Sorts the report's blocks (a line and the indented lines under it)
 /// between the first line and the first line that starts with one of
 /// `tail`: reap lists records in id order, and ids are random.
-fn sort_blocks(snap: &str, tail: &[&str]) -> String {
+pub(crate) fn sort_blocks(snap: &str, tail: &[&str]) -> String {
     let (head, rest) = snap.split_once("--- stdout\n").unwrap();
     let (out, err) = rest.split_once("--- stderr\n").unwrap();
     let mut lines = out.lines();
