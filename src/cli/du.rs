@@ -193,7 +193,16 @@ fn render(measured: &[Measured], a: &Args) -> Result<u8> {
             )
         );
         for (r, d) in m.reasons.iter().zip(&m.detail) {
-            out!("          held: {}: {d}", r.code());
+            // A detail that starts with its code (`untracked: notes.txt`)
+            // is printed once, not as `untracked: untracked: ...`.
+            let code = r.code();
+            if d.strip_prefix(code.as_str())
+                .is_some_and(|rest| rest.starts_with(':'))
+            {
+                out!("          held: {d}");
+            } else {
+                out!("          held: {code}: {d}");
+            }
         }
         if let Some(n) = next_of(m) {
             out!("          next: {n}");

@@ -122,6 +122,11 @@ pub(super) fn exec(ctx: &crate::ops::Ctx, req: Result<ExecRequest>, json: bool) 
         }
     }
     if let Some(t) = res.retire.as_ref().filter(|_| report) {
+        // The next step as a command with the real id or path, as retire
+        // prints it (cli/hint.rs).
+        let mut t = t.clone();
+        super::hint::fill_target(&mut t);
+        let t = &t;
         if json {
             let mut v = serde_json::to_value(t).expect("a report serializes");
             v["lease"] = serde_json::json!("retire");

@@ -184,7 +184,12 @@ fn create(ctx: &crate::ops::Ctx, config: Option<PathBuf>) -> Result<u8, Failure>
 }
 
 fn remove(ctx: &crate::ops::Ctx) -> Result<u8, Failure> {
-    let path = parse_remove(&read_payload()?).map_err(malformed)?;
+    let path = parse_remove(&read_payload()?).map_err(|why| {
+        Failure::Said(
+            exit::USAGE,
+            format!("malformed payload: {why}; nothing was removed"),
+        )
+    })?;
     // Claude Code runs the hook in the session's directory, which may be
     // the tree itself: leave it, so that nothing this process starts (git)
     // sits in the tree being retired.

@@ -191,7 +191,7 @@ exit: 0
 lease: held `[ROOT]/state/worktrees/repo-[HASH]/[ID]` ([ID8]): untracked
 lease:   untracked: notes.txt
 lease:   hint: commit, move or delete the listed files, then retry
-lease:   next: commit, move or delete the listed files, then retry
+lease:   next: git -C [ROOT]/state/worktrees/repo-[HASH]/[ID] status --short --untracked-files=all --ignored
 ",
     );
     assert_snapshot(
@@ -212,7 +212,7 @@ exit: 0
   "error": null,
   "id": "[ID]",
   "lease": "retire",
-  "next": "commit, move or delete the listed files, then retry",
+  "next": "git -C [ROOT]/state/worktrees/repo-[HASH]/[ID] status --short --untracked-files=all --ignored",
   "reasons": [
     "untracked"
   ],
@@ -563,7 +563,7 @@ exit: 0
 ID STATE TRACKED UNTRACKED IGNORED PROVISIONED REBUILDABLE ADMIN TOTAL RECLAIM WORKTREE
 [ID8] terminal [SIZE] [SIZE] [SIZE] [SIZE] [SIZE] [SIZE] [SIZE] [SIZE] [ROOT]/state/worktrees/repo-[HASH]/[ID]
 [ID8] terminal [SIZE] [SIZE] [SIZE] [SIZE] [SIZE] [SIZE] [SIZE] held [ROOT]/state/worktrees/repo-[HASH]/[ID]
-  held: untracked: untracked: notes.txt
+  held: untracked: notes.txt
   next: git -C [ROOT]/state/worktrees/repo-[HASH]/[ID] status --short --untracked-files=all --ignored
 total [SIZE] [SIZE] [SIZE] [SIZE] [SIZE] [SIZE] [SIZE] [SIZE]
 --- stderr
@@ -1057,7 +1057,7 @@ lease hook claude-code worktree-create: malformed payload: not JSON (expected va
 exit: 2
 --- stdout
 --- stderr
-lease hook claude-code worktree-remove: malformed payload: `worktree_path` is missing; nothing was created
+lease hook claude-code worktree-remove: malformed payload: `worktree_path` is missing; nothing was removed
 ",
     );
     let payload = serde_json::json!({
