@@ -114,6 +114,19 @@ fn opt<T: serde::Serialize>(key: &'static str, s: Option<&Sourced<T>>, default: 
 }
 
 /// The rows of `p`, in a stable order, with the state root located by `state`.
+/// A byte count as a config value people read and can paste back: the
+/// largest binary unit (`K`, `M`, `G`, `T`; powers of 1024, as
+/// `policy::parse_size` reads them) that divides it exactly, else bytes
+/// (`1048576` is `1M`, `1500` stays `1500`).
+fn size_value(b: u64) -> String {
+    for (unit, shift) in [("T", 40), ("G", 30), ("M", 20), ("K", 10)] {
+        if b != 0 && b.is_multiple_of(1u64 << shift) {
+            return format!("{}{unit}", b >> shift);
+        }
+    }
+    b.to_string()
+}
+
 fn rows(p: &Policy, state: std::result::Result<(String, Source), String>) -> Vec<Row> {
     let mut out: Vec<Row> = Vec::new();
     let (state_value, state_source) = match &state {
@@ -148,11 +161,7 @@ fn rows(p: &Policy, state: std::result::Result<(String, Source), String>) -> Vec
         }
     });
     if let Some(b) = &p.min_free.bytes {
-        out.push((
-            "min_free",
-            json!(format!("{} bytes", b.value)),
-            b.source.clone(),
-        ));
+        out.push(("min_free", json!(size_value(b.value)), b.source.clone()));
     }
     if let Some(pc) = &p.min_free.percent {
         out.push((
@@ -229,6 +238,20 @@ pub(super) fn show(ctx: &crate::ops::Ctx, json: bool) -> Result<u8> {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sizes_show_in_the_largest_exact_unit_and_parse_back() {
+        for (b, shown) in [
+            (1 << 20, "1M"),
+            (1 << 30, "1G"),
+            (3 << 10, "3K"),
+            (1500, "1500"),
+            (0, "0"),
+        ] {
+            assert_eq!(size_value(b), shown);
+            assert_eq!(crate::policy::parse_size(shown), Some(b));
+        }
+    }
 
     #[test]
     fn user_file_prefers_xdg() {

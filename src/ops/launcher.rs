@@ -205,7 +205,7 @@ fn common_dir(git: &Git, dir: &Path) -> Result<PathBuf> {
     let out = git::ops::common_dir(git, dir)?;
     if !out.ok {
         return Err(Error::Usage(format!(
-            "`{}` is not in a git repository: {}",
+            "`{}` is not in a git repository ({}); name a worktree of one (`git worktree list` shows them), or run lease from inside the repository",
             dir.display(),
             String::from_utf8_lossy(&out.stderr).trim()
         )));

@@ -377,7 +377,7 @@ error: `[ROOT]/side` is already recorded as [ID]; `lease show [ID8]` or `lease r
 exit: 2
 --- stdout
 --- stderr
-error: `[ROOT]/plain` is not in a git repository: fatal: not a git repository (or any of the parent directories): .git
+error: `[ROOT]/plain` is not in a git repository (fatal: not a git repository (or any of the parent directories): .git); name a worktree of one (`git worktree list` shows them), or run lease from inside the repository
 ",
     );
     assert_snapshot(
@@ -388,7 +388,7 @@ exit: 2
 {
   "error": {
     "kind": "usage",
-    "message": "`[ROOT]/plain` is not in a git repository: fatal: not a git repository (or any of the parent directories): .git",
+    "message": "`[ROOT]/plain` is not in a git repository (fatal: not a git repository (or any of the parent directories): .git); name a worktree of one (`git worktree list` shows them), or run lease from inside the repository",
     "next": null,
     "path": null,
     "reason": null
@@ -396,7 +396,7 @@ exit: 2
   "exit": 2
 }
 --- stderr
-error: `[ROOT]/plain` is not in a git repository: fatal: not a git repository (or any of the parent directories): .git
+error: `[ROOT]/plain` is not in a git repository (fatal: not a git repository (or any of the parent directories): .git); name a worktree of one (`git worktree list` shows them), or run lease from inside the repository
 "#,
     );
 }
@@ -762,7 +762,7 @@ worktree_root [ROOT]/state/worktrees (default)
 trusted_remote origin, else the branch's upstream remote (default)
 git the first git on PATH (default)
 owner manual:[USER] (default)
-min_free 1048576 bytes (env LEASE_MIN_FREE)
+min_free [SIZE] (env LEASE_MIN_FREE)
 orphan_grace 7days (default)
 rebuildable [] (default)
 process_audit normal (default)
@@ -826,7 +826,7 @@ exit: 0
         "kind": "env",
         "name": "LEASE_MIN_FREE"
       },
-      "value": "1048576 bytes"
+      "value": "1M"
     },
     {
       "key": "orphan_grace",
