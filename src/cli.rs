@@ -310,15 +310,16 @@ pub fn run() -> ExitCode {
     let is_exec = matches!(cli.command, Verb::Exec(_));
     // The policy is resolved once, here, and handed to the command
     // (`ops::Ctx`); `join` and `generate` read no config.
-    let mut ctx = crate::ops::Ctx::defaults();
-    if !matches!(cli.command, Verb::Join(_) | Verb::Generate(_)) {
+    let ctx = if matches!(cli.command, Verb::Join(_) | Verb::Generate(_)) {
+        crate::ops::Ctx::defaults()
+    } else {
         let flags = flag_layer(&cli.command);
         let resolved = config::load_layers(cli.config.as_deref()).and_then(|mut l| {
             l.push((crate::policy::LayerFrom::Flags, flags));
             crate::policy::resolve(&l)
         });
         match resolved {
-            Ok(p) => ctx = crate::ops::Ctx::new(p),
+            Ok(p) => crate::ops::Ctx::new(p),
             Err(e) => {
                 print_error(&e);
                 let code = if is_exec {
@@ -332,7 +333,7 @@ pub fn run() -> ExitCode {
                 return ExitCode::from(code);
             }
         }
-    }
+    };
     match &cli.command {
         Verb::Retire(retire::Args { json, .. })
         | Verb::Reap(reap::Args { json, .. })

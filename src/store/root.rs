@@ -137,11 +137,6 @@ impl StateRoot {
     pub fn policy(&self) -> &Policy {
         &self.policy
     }
-    /// The same policy, shared: for opening another state root (or a
-    /// [`crate::git::Git`]) under it.
-    pub fn policy_arc(&self) -> &Arc<Policy> {
-        &self.policy
-    }
     /// `records/`: one `<id>.json` and `<id>.lock` per worktree.
     pub fn records(&self) -> PathBuf {
         self.path.join("records")
