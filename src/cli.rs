@@ -427,7 +427,12 @@ pub(super) fn print_error(e: &Error) {
                 err!("next: {n}");
             }
         }
-        None => err!("error: {e}"),
+        None => {
+            err!("error: {e}");
+            if let Some(n) = hint::for_error(e) {
+                err!("next: {n}");
+            }
+        }
     }
 }
 
@@ -560,7 +565,7 @@ pub(super) fn print_error_json(on_stderr: bool, v: &serde_json::Value) {
 /// reason code when the error stands for one, and `error.next` a command to
 /// run next.
 pub(super) fn error_json(e: &Error, code: u8) -> serde_json::Value {
-    let (kind, path) = match e {
+    let (kind, path) = match e.inner() {
         Error::Io { path, .. } => ("io", Some(path.as_path())),
         Error::Git { .. } => ("git", None),
         Error::Usage(_) => ("usage", None),
@@ -568,6 +573,7 @@ pub(super) fn error_json(e: &Error, code: u8) -> serde_json::Value {
         Error::Record { path, .. } => ("record", Some(path.as_path())),
         Error::UnsafeDir { path, .. } => ("unsafe-dir", Some(path.as_path())),
         Error::Refused { .. } => ("refused", None),
+        Error::Context { .. } => unreachable!("inner() unwraps every Context"),
     };
     let reason = e.reason();
     serde_json::json!({

@@ -70,6 +70,23 @@ pub enum Error {
         /// What was found, with the path.
         detail: String,
     },
+    /// Another error, with what the CLI needs for its `next` (the line
+    /// `next:` and the JSON `error.next`, docs/record.md): the record the
+    /// command's target resolved to and, when the code that failed knows
+    /// it, the command to run instead. Its message, class and reason are
+    /// the inner error's; [`Error::inner`] unwraps it.
+    #[error("{source}")]
+    Context {
+        /// The error itself ([`Error::about`] and [`Error::with_next`] fill
+        /// a `Context` already there rather than nest one).
+        source: Box<Error>,
+        /// The full or prefix record id the target resolved to.
+        id: Option<String>,
+        /// That record's worktree path.
+        path: Option<PathBuf>,
+        /// A command a person can paste, with the real id or path in it.
+        next: Option<String>,
+    },
 }
 
 /// Exit classes of SPEC "Exit codes"; `cli.rs` maps them to numbers.
@@ -84,22 +101,81 @@ pub enum Class {
 }
 
 impl Error {
+    /// Returns the error itself, without its [`Error::Context`].
+    pub fn inner(&self) -> &Error {
+        let mut e = self;
+        while let Error::Context { source, .. } = e {
+            e = source;
+        }
+        e
+    }
+
+    /// Returns this error with the command to run instead: a runnable
+    /// command with the real id or path (issue 20's hints), shown as
+    /// `next:` and as the JSON `error.next`.
+    pub fn with_next(self, next: impl Into<String>) -> Self {
+        let next = Some(next.into());
+        match self {
+            Error::Context {
+                source, id, path, ..
+            } => Error::Context {
+                source,
+                id,
+                path,
+                next,
+            },
+            e => Error::Context {
+                source: Box::new(e),
+                id: None,
+                path: None,
+                next,
+            },
+        }
+    }
+
+    /// Returns this error with the record its command's target resolved
+    /// to (`id`, and its worktree `path` when known), so that the CLI's
+    /// `next` for a reason code names them. A `next` or target already
+    /// on the error is kept.
+    pub fn about(self, id: &str, path: Option<&Path>) -> Self {
+        match self {
+            Error::Context {
+                source,
+                id: had,
+                path: had_path,
+                next,
+            } => Error::Context {
+                source,
+                id: had.or_else(|| Some(id.to_string())),
+                path: had_path.or_else(|| path.map(Path::to_path_buf)),
+                next,
+            },
+            e => Error::Context {
+                source: Box::new(e),
+                id: Some(id.to_string()),
+                path: path.map(Path::to_path_buf),
+                next: None,
+            },
+        }
+    }
+
     /// Returns the exit class of this error.
     pub fn class(&self) -> Class {
-        match self {
+        match self.inner() {
             Error::Usage(_) => Class::Usage,
             Error::Refused { .. } | Error::Git { .. } => Class::Held,
             Error::Io { .. }
             | Error::Environment(_)
             | Error::Record { .. }
             | Error::UnsafeDir { .. } => Class::Failed,
+            Error::Context { .. } => unreachable!("inner() unwraps a Context"),
         }
     }
 
     /// Returns the reason code this error stands for, when it has one.
     pub fn reason(&self) -> Option<crate::model::reason::HoldReason> {
         use crate::model::reason::HoldReason;
-        match self {
+        match self.inner() {
             Error::Refused { reason, .. } => Some(*reason),
             Error::UnsafeDir { .. } => Some(HoldReason::LeaseDirUnsafe),
             // git refuses a repository another user owns (CVE-2022-24765);
@@ -187,5 +263,39 @@ mod tests {
         );
         assert_eq!(Error::Environment("no room".into()).to_string(), "no room");
         assert_eq!(Error::Environment("x".into()).reason(), None);
+    }
+
+    /// A `next` and a target put on an error change nothing else about it:
+    /// message, class and reason stay the inner error's, and a second call
+    /// fills the one `Context` instead of nesting another.
+    #[test]
+    fn context_keeps_the_error_and_never_nests() {
+        use crate::model::reason::HoldReason;
+        let e = Error::Usage("`x` is already recorded".into()).with_next("lease show 0123abcd");
+        assert_eq!(e.to_string(), "`x` is already recorded");
+        assert_eq!(e.class(), Class::Usage);
+        assert_eq!(e.reason(), None);
+        let e = e.about("0123abcd", Some(Path::new("/w")));
+        let Error::Context {
+            source,
+            id,
+            path,
+            next,
+        } = &e
+        else {
+            panic!("a Context: {e:?}")
+        };
+        assert!(
+            matches!(**source, Error::Usage(_)),
+            "not nested: {source:?}"
+        );
+        assert_eq!(id.as_deref(), Some("0123abcd"));
+        assert_eq!(path.as_deref(), Some(Path::new("/w")));
+        assert_eq!(next.as_deref(), Some("lease show 0123abcd"));
+        let r = Error::refused(HoldReason::ArchiveUnverified, "bad bundle").about("0123abcd", None);
+        assert_eq!(r.class(), Class::Held);
+        assert_eq!(r.reason(), Some(HoldReason::ArchiveUnverified));
+        assert!(matches!(r.inner(), Error::Refused { .. }));
+        assert_eq!(r.to_string(), "bad bundle");
     }
 }

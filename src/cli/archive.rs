@@ -33,7 +33,8 @@ pub(super) enum ArchiveCmd {
 }
 
 pub(super) fn verify(ctx: &crate::ops::Ctx, id: &str, json: bool) -> Result<u8> {
-    let rec = crate::ops::restore::verify(ctx, &super::target::id_or_path(ctx, id)?)?;
+    let id = super::target::id_or_path(ctx, id)?;
+    let rec = crate::ops::restore::verify(ctx, &id).map_err(super::target::about(None, &id))?;
     let a = rec.archive.as_ref();
     if json {
         out_raw!(
@@ -61,7 +62,9 @@ pub(super) fn drop(
     unreachable_ok: bool,
     json: bool,
 ) -> Result<u8> {
-    let r = crate::ops::restore::drop(ctx, &super::target::id_or_path(ctx, id)?, unreachable_ok)?;
+    let id = super::target::id_or_path(ctx, id)?;
+    let r = crate::ops::restore::drop(ctx, &id, unreachable_ok)
+        .map_err(super::target::about(None, &id))?;
     if json {
         out_raw!(
             "{}",

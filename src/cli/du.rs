@@ -57,7 +57,8 @@ pub(super) fn run(ctx: &crate::ops::Ctx, a: Args) -> Result<u8> {
                     "record {} is removed: its worktree is gone, nothing to measure (`lease show {}` shows what its removal reclaimed)",
                     super::short_id(&id),
                     super::short_id(&id)
-                )));
+                ))
+                .with_next(format!("lease show {}", super::short_id(&id))));
             }
             if !ids.contains(&id) {
                 ids.push(id);
@@ -68,7 +69,10 @@ pub(super) fn run(ctx: &crate::ops::Ctx, a: Args) -> Result<u8> {
     let engine = Engine::new(reg, git, true).assessing();
     let mut measured = Vec::new();
     for id in &ids {
-        measured.push(crate::ops::du::measure(&engine, id)?);
+        measured.push(
+            crate::ops::du::measure(&engine, id)
+                .map_err(super::target::about(Some(engine.registry()), id))?,
+        );
     }
     render(&measured, &a)
 }

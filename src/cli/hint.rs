@@ -361,24 +361,32 @@ pub(super) fn repair(r: &RepairReport) -> Option<String> {
     })
 }
 
-/// Returns the next step for an error that ends a command, or `None` when
-/// there is nothing better to say than the message.
+/// Returns the next step for an error that ends a command: the command the
+/// error carries ([`Error::with_next`]), else the one for its reason code
+/// with the record its target resolved to ([`Error::about`]) or the path it
+/// names filled in; `None` when there is nothing better to say than the
+/// message.
 pub(super) fn for_error(e: &Error) -> Option<String> {
+    let (id, named_path) = match e {
+        Error::Context { next: Some(n), .. } => return Some(n.clone()),
+        Error::Context { id, path, .. } => (
+            id.as_deref(),
+            path.as_ref().map(|p| p.to_string_lossy().into_owned()),
+        ),
+        _ => (None, None),
+    };
     let reason = e.reason()?;
-    let path = match e {
+    let path = match e.inner() {
         Error::Io { path, .. } | Error::Record { path, .. } | Error::UnsafeDir { path, .. } => {
             Some(path.to_string_lossy().into_owned())
         }
         _ => None,
     };
-    let named = super::target::named();
     Some(next(
         reason,
         &Subject {
-            id: named.as_ref().and_then(|(id, _)| id.as_deref()),
-            path: path
-                .as_deref()
-                .or(named.as_ref().and_then(|(_, p)| p.as_deref())),
+            id,
+            path: path.as_deref().or(named_path.as_deref()),
             ..Default::default()
         },
     ))

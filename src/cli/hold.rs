@@ -1,7 +1,7 @@
 //! `lease hold ID`: keep a worktree for a named owner.
 
 use super::exit;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::model::record::Owner;
 use crate::store::registry::Registry;
 
@@ -40,7 +40,7 @@ pub(super) fn run(ctx: &crate::ops::Ctx, a: Args) -> Result<u8> {
 /// a usage error (nothing created) when there is none yet.
 pub(super) fn root_for_record(ctx: &crate::ops::Ctx, id: &str) -> Result<Registry> {
     if ctx.existing_root()?.is_none() {
-        return Err(Error::Usage(format!("no record matches `{id}`")));
+        return Err(super::target::nothing_recorded(id));
     }
     Ok(Registry::new(ctx.open_root()?))
 }
@@ -63,7 +63,7 @@ pub(super) fn hold(
             .map(|u| crate::ops::hold::parse_until(u, std::time::SystemTime::now()))
             .transpose()?,
     };
-    let r = crate::ops::hold::hold(&reg, &req)?;
+    let r = crate::ops::hold::hold(&reg, &req).map_err(super::target::about(Some(&reg), &id))?;
     print_hold(&r, json);
     Ok(exit::OK)
 }

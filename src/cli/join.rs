@@ -30,7 +30,19 @@ pub(super) fn join(ctx: &crate::ops::Ctx, command: Vec<OsString>, json: bool) ->
 /// become the command.
 pub(super) fn join_code(ctx: &crate::ops::Ctx, command: Vec<OsString>, json: bool) -> u8 {
     use crate::ops::launcher::join::{Ticket, join};
-    let joined = match Ticket::from_env().and_then(|t| join(ctx, &t, command)) {
+    // A refusal names the record: join runs for a command, not a retire,
+    // so a retire in progress sends the caller to the record's state
+    // rather than to retry the retire.
+    let joined = match Ticket::from_env().and_then(|t| {
+        join(ctx, &t, command).map_err(|e| {
+            let e = e.about(&t.id, None);
+            if e.reason() == Some(crate::model::reason::HoldReason::RetireInProgress) {
+                e.with_next(format!("lease show {}", super::short_id(&t.id)))
+            } else {
+                e
+            }
+        })
+    }) {
         Ok(j) => j,
         Err(e) => {
             super::exec::report_error(&e, json);

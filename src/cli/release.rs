@@ -22,7 +22,7 @@ pub(super) fn run(ctx: &crate::ops::Ctx, a: Args) -> Result<u8> {
 pub(super) fn release(ctx: &crate::ops::Ctx, id: &str, json: bool) -> Result<u8> {
     let reg = root_for_record(ctx, id)?;
     let id = super::target::resolve_id(&reg, id)?;
-    let r = crate::ops::hold::release(&reg, &id)?;
+    let r = crate::ops::hold::release(&reg, &id).map_err(super::target::about(Some(&reg), &id))?;
     print_hold(&r, json);
     Ok(exit::OK)
 }

@@ -37,15 +37,17 @@ pub(super) fn restore(
     again: bool,
     json: bool,
 ) -> Result<u8> {
+    let id = super::target::id_or_path(ctx, &id)?;
     let r = crate::ops::restore::restore(
         ctx,
         &RestoreRequest {
-            id: super::target::id_or_path(ctx, &id)?,
+            id: id.clone(),
             to,
             branch,
             again,
         },
-    )?;
+    )
+    .map_err(super::target::about(None, &id))?;
     if json {
         out_raw!(
             "{}",

@@ -2,7 +2,7 @@
 
 use super::exit;
 use super::list::{SeenLeases, locked_word, record_json};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::model::record::State;
 use crate::store::registry::Registry;
 
@@ -23,11 +23,11 @@ pub(super) fn run(ctx: &crate::ops::Ctx, a: Args) -> Result<u8> {
 
 pub(super) fn show(ctx: &crate::ops::Ctx, id: &str, json: bool) -> Result<u8> {
     let Some(root) = ctx.existing_root()? else {
-        return Err(Error::Usage(format!("no record matches `{id}`")));
+        return Err(super::target::nothing_recorded(id));
     };
     let reg = Registry::new(root);
     let id = super::target::resolve_id(&reg, id)?;
-    let r = reg.get(&id)?;
+    let r = reg.get(&id).map_err(super::target::about(None, &id))?;
     let ids: Vec<(u64, u64)> = r.lease.iter().map(|l| l.id()).collect();
     let seen = SeenLeases::of(&reg, &ids).of_record(&r);
     let v = record_json(&r, &seen);

@@ -32,22 +32,18 @@ pub(super) enum Target {
     },
 }
 
-/// The record id and worktree path the command's target resolved to (the
-/// last one resolved), for the `next` of an error that ends the command.
-static NAMED: std::sync::Mutex<Option<(Option<String>, Option<String>)>> =
-    std::sync::Mutex::new(None);
-
-/// Returns what [`resolve`] last resolved: (record id, worktree path).
-pub(super) fn named() -> Option<(Option<String>, Option<String>)> {
-    NAMED.lock().ok().and_then(|n| n.clone())
-}
-
-fn remember(id: Option<&str>, path: Option<&Path>) {
-    if let Ok(mut n) = NAMED.lock() {
-        *n = Some((
-            id.map(str::to_string),
-            path.map(|p| p.to_string_lossy().into_owned()),
-        ));
+/// Returns a function that puts the record `id` (a full id or a prefix)
+/// and, when `reg` has it, its worktree path on an error, so that the
+/// error's `next` names them ([`Error::about`]; cli/hint.rs).
+pub(super) fn about<'a>(
+    reg: Option<&'a Registry>,
+    id: &'a str,
+) -> impl FnOnce(Error) -> Error + 'a {
+    move |e| {
+        let path = reg
+            .and_then(|r| r.get(id).ok())
+            .and_then(|r| r.worktree.as_ref().map(|w| w.path()));
+        e.about(id, path.as_deref())
     }
 }
 
@@ -66,21 +62,6 @@ pub(super) fn looks_like_id(t: &str) -> bool {
 /// newline, a path that does not exist and names no record, or a path
 /// inside a worktree that is not its top directory.
 pub(super) fn resolve(reg: &Registry, t: &str) -> Result<Target> {
-    let found = resolve_quietly(reg, t)?;
-    match &found {
-        Target::Id(id) => {
-            let path = reg
-                .get(id)
-                .ok()
-                .and_then(|r| r.worktree.as_ref().map(|w| w.path()));
-            remember(Some(id), path.as_deref());
-        }
-        Target::Unrecorded { path, .. } => remember(None, Some(path)),
-    }
-    Ok(found)
-}
-
-fn resolve_quietly(reg: &Registry, t: &str) -> Result<Target> {
     if looks_like_id(t) {
         return reg.resolve(t).map(Target::Id);
     }
@@ -154,12 +135,35 @@ pub(super) fn resolve_id(reg: &Registry, t: &str) -> Result<String> {
             "`{}` is a repository's main worktree, which lease never records",
             path.display()
         ))),
-        Target::Unrecorded { path, main: false } => Err(Error::Usage(format!(
-            "`{}` has no lease record (`lease adopt {}` records a linked worktree)",
-            path.display(),
-            super::hint::quote(&path.to_string_lossy())
-        ))),
+        Target::Unrecorded { path, main: false } => Err(no_record_at(&path)),
     }
+}
+
+/// The usage error for a linked worktree's top directory `path` that no
+/// record names, with the `lease adopt` that records it as its `next`.
+fn no_record_at(path: &Path) -> Error {
+    let adopt = format!(
+        "lease adopt {}",
+        super::hint::quote(&path.to_string_lossy())
+    );
+    Error::Usage(format!(
+        "`{}` has no lease record (`{adopt}` records a linked worktree)",
+        path.display(),
+    ))
+    .with_next(adopt)
+}
+
+/// The usage error for target `t` when there is no state root yet, so no
+/// record at all: a linked worktree's top directory (its `.git` a file)
+/// gets [`no_record_at`]'s `lease adopt`; anything else "no record matches".
+pub(super) fn nothing_recorded(t: &str) -> Error {
+    if !looks_like_id(t)
+        && let Ok(canon) = std::fs::canonicalize(t)
+        && canon.join(".git").is_file()
+    {
+        return no_record_at(&canon);
+    }
+    Error::Usage(format!("no record matches `{t}`"))
 }
 
 /// Resolves `t` for a command whose library call resolves ids itself
@@ -167,7 +171,6 @@ pub(super) fn resolve_id(reg: &Registry, t: &str) -> Result<String> {
 /// resolved to its record's full id here (a removed worktree's path too).
 pub(super) fn id_or_path(ctx: &crate::ops::Ctx, t: &str) -> Result<String> {
     if looks_like_id(t) {
-        remember(Some(t), None);
         return Ok(t.to_string());
     }
     let Some(root) = ctx.existing_root()? else {

@@ -441,7 +441,8 @@ fn matching_record(reg: &Registry, path: &Path) -> Result<Option<Record>> {
         n => Err(Error::Usage(format!(
             "{n} records name `{}`; inspect them with `lease list`",
             path.display()
-        ))),
+        ))
+        .with_next("lease list --all")),
     }
 }
 

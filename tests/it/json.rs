@@ -415,3 +415,52 @@ fn repair_next_is_a_command_that_runs() {
     assert_code(&o, 0);
     assert_eq!(env.record_of(&id)["state"], "removed");
 }
+
+/// A usage error whose fix is a command carries it as `next` (exit 2,
+/// nothing changed), and the command runs: `show` of a worktree with no
+/// record points at `lease adopt`, and `adopt` of the worktree then
+/// recorded points at `lease show`. A refusal after the target resolved
+/// names that record in its `next`: `archive verify` of a changed bundle.
+#[test]
+fn usage_errors_on_a_target_carry_a_next_that_runs() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let wt = env.root.join("side");
+    env.add_worktree(&repo, "side", &wt);
+    let w = wt.to_str().unwrap();
+    let o = run_in(&env, &env.root, &["show", w, "--json"]);
+    let v = error_doc(&o, 2, "usage", None);
+    let next = v["error"]["next"].as_str().unwrap().to_string();
+    assert_eq!(next, format!("lease adopt {w}"), "{v}");
+    assert!(
+        stderr(&o).contains(&format!("next: {next}")),
+        "{}",
+        stderr(&o)
+    );
+    assert!(env.records().is_empty(), "a usage error records nothing");
+    assert_code(&run_next(&env, &env.root, &next), 0);
+    let id = env.record()["id"].as_str().unwrap().to_string();
+    let o = run_in(&env, &env.root, &["adopt", w, "--json"]);
+    let v = error_doc(&o, 2, "usage", None);
+    let next = v["error"]["next"].as_str().unwrap().to_string();
+    assert_eq!(next, format!("lease show {}", &id[..8]), "{v}");
+    assert_eq!(env.records().len(), 1, "the refused adopt recorded nothing");
+    let o = run_next(&env, &env.root, &next);
+    assert_code(&o, 0);
+    assert!(stdout(&o).contains(w), "{}", stdout(&o));
+
+    let id = archived_record(&env, &repo);
+    let bundle = env.record_of(&id)["archive"]["location"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mut bytes = fs::read(&bundle).unwrap();
+    bytes.extend_from_slice(b"tampered\n");
+    fs::write(&bundle, &bytes).unwrap();
+    let o = run_in(&env, &env.root, &["archive", "verify", &id[..8], "--json"]);
+    let v = one_doc(&o);
+    assert_ne!(v["exit"], 0, "{v}");
+    assert!(v["error"]["reason"].is_string(), "{v}");
+    let next = v["error"]["next"].as_str().unwrap();
+    assert!(next.contains(&id[..8]), "the next names the record: {v}");
+}

@@ -172,14 +172,14 @@ fn repair_clears_a_stale_branch_checkout_for_exec() {
         .output()
         .unwrap();
     assert_code(&o, 125);
-    assert!(stderr(&o).contains("lease repair"), "{}", stderr(&o));
-    let o = env
-        .lease()
-        .current_dir(&repo)
-        .args(["repair", wt.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert_code(&o, 0);
+    // The refusal's `next:` is the repair, and it runs as printed.
+    let err = stderr(&o);
+    let next = err
+        .lines()
+        .find_map(|l| l.strip_prefix("next: "))
+        .unwrap_or_else(|| panic!("no next: line: {err}"));
+    assert_eq!(next, format!("lease repair {}", wt.display()));
+    assert_code(&crate::json::run_next(&env, &repo, next), 0);
     let o = env
         .lease()
         .current_dir(&repo)

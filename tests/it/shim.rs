@@ -34,7 +34,7 @@ fn release(fifo: &Path) {
 
 /// A created worktree left `terminal`: kept by a first session, then ended
 /// by an adopted one that does not keep it.
-fn terminal_worktree(env: &TestEnv, repo: &Path) -> (String, PathBuf) {
+pub(crate) fn terminal_worktree(env: &TestEnv, repo: &Path) -> (String, PathBuf) {
     let o = env
         .lease()
         .current_dir(repo)
@@ -56,7 +56,7 @@ fn terminal_worktree(env: &TestEnv, repo: &Path) -> (String, PathBuf) {
 }
 
 /// The variables `lease exec` gave the record's command, minus `LEASE_FD`.
-fn lease_vars(env: &TestEnv, id: &str) -> Vec<(String, String)> {
+pub(crate) fn lease_vars(env: &TestEnv, id: &str) -> Vec<(String, String)> {
     let rec = env.record_of(id);
     let l = &rec["lease"];
     vec![

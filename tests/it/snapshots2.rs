@@ -350,6 +350,7 @@ exit: 2
 --- stdout
 --- stderr
 error: `[ROOT]/side` is already recorded as [ID]; `lease show [ID8]` or `lease retire [ID8]`
+next: lease show [ID8]
 ",
     );
     assert_snapshot(
@@ -361,7 +362,7 @@ exit: 2
   "error": {
     "kind": "usage",
     "message": "`[ROOT]/side` is already recorded as [ID]; `lease show [ID8]` or `lease retire [ID8]`",
-    "next": null,
+    "next": "lease show [ID8]",
     "path": null,
     "reason": null
   },
@@ -369,6 +370,7 @@ exit: 2
 }
 --- stderr
 error: `[ROOT]/side` is already recorded as [ID]; `lease show [ID8]` or `lease retire [ID8]`
+next: lease show [ID8]
 "#,
     );
     assert_snapshot(
@@ -437,6 +439,77 @@ exit: 125
   "lease": "error"
 }
 "#,
+    );
+}
+
+/// `lease join` inside a lease: done (the command runs; join itself prints
+/// nothing, human or `--json`) and refused (a retire holds the lease
+/// exclusively: `retire-in-progress`, exit 125, the command not run).
+#[test]
+fn join_human_and_json_on_done_and_refused() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let (id, _) = crate::shim::terminal_worktree(&env, &repo);
+    let vars = crate::shim::lease_vars(&env, &id);
+    let join = |args: &[&str]| {
+        let mut c = env.lease();
+        c.envs(vars.clone()).arg("join").args(args);
+        c
+    };
+    assert_snapshot(
+        &snap(&env, &mut join(&["--", "echo", "hi"])),
+        r"
+exit: 0
+--- stdout
+hi
+--- stderr
+",
+    );
+    assert_snapshot(
+        &snap_json(&env, &mut join(&["--json", "--", "echo", "hi"])),
+        r"
+exit: 0
+--- stdout
+hi
+--- stderr
+",
+    );
+    let ex = LockHolder::new(&env, &env.lease_of(&id), true);
+    assert_snapshot(
+        &snap(&env, &mut join(&["--", "echo", "hi"])),
+        r"
+exit: 125
+--- stdout
+--- stderr
+error: record [ID] is being retired: its lease is held exclusively [retire-in-progress]
+hint: another retire runs; retry when it ends
+next: lease show [ID8]
+",
+    );
+    assert_snapshot(
+        &snap_json(&env, &mut join(&["--json", "--", "echo", "hi"])),
+        r#"
+exit: 125
+--- stdout
+--- stderr
+{
+  "error": {
+    "kind": "refused",
+    "message": "record [ID] is being retired: its lease is held exclusively",
+    "next": "lease show [ID8]",
+    "path": null,
+    "reason": "retire-in-progress"
+  },
+  "exit": 125,
+  "lease": "error"
+}
+"#,
+    );
+    drop(ex);
+    assert_eq!(
+        env.record_of(&id)["state"],
+        "terminal",
+        "join changes no record"
     );
 }
 

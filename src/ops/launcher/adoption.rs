@@ -57,7 +57,8 @@ pub fn adopt_only(ctx: &crate::ops::Ctx, path: &Path, owner: Option<Owner>) -> R
             wt.display(),
             &id[..8],
             &id[..8]
-        )));
+        ))
+        .with_next(format!("lease show {}", &id[..8])));
     }
     let me = std::process::id();
     let session = own_session()?;

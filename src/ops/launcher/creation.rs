@@ -332,11 +332,21 @@ pub(super) fn add_worktree(
             .iter()
             .find(|e| e.branch.as_deref() == Some(full.as_bytes()))
     {
-        return Err(Error::Usage(format!(
+        let err = Error::Usage(format!(
             "branch `{branch}` is checked out in worktree `{}`; if that directory is gone, run `lease repair {}`",
             e.path().display(),
             e.path().display()
-        )));
+        ));
+        // The directory gone: repair is the command; else the user picks
+        // another branch, which no command can choose for them.
+        return Err(if e.path().exists() {
+            err
+        } else {
+            err.with_next(format!(
+                "lease repair {}",
+                crate::plan::shell_quote(&e.path().to_string_lossy())
+            ))
+        });
     }
     let checkout = if exists {
         git::ops::Checkout::Branch(branch)
