@@ -423,16 +423,11 @@ pub(super) fn print_error(e: &Error) {
         Some(r) => {
             err!("error: {e} [{}]", r.code());
             err!("hint: {}", r.next_action());
-            if let Some(n) = hint::for_error(e) {
-                err!("next: {n}");
-            }
         }
-        None => {
-            err!("error: {e}");
-            if let Some(n) = hint::for_error(e) {
-                err!("next: {n}");
-            }
-        }
+        None => err!("error: {e}"),
+    }
+    if let Some(n) = hint::for_error(e) {
+        err!("next: {n}");
     }
 }
 
