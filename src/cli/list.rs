@@ -114,10 +114,59 @@ pub(super) fn record_json(
     r: &Record,
     seen: &crate::model::evidence::LeaseSeen,
 ) -> serde_json::Value {
-    let mut v = serde_json::to_value(r).expect("a record serializes");
-    v["holders"] = serde_json::json!(seen.pids);
-    v["locked"] = serde_json::json!(locked_word(seen));
-    v
+    serde_json::to_value(Listed::of(r, seen)).expect("a record serializes")
+}
+
+/// One record as `list --json` and `show --json` print it: the record's
+/// own fields in the record file's order, then `holders` and `locked`
+/// ([`record_json`]). `list` serializes it straight to its output, with
+/// no `serde_json::Value` in between (issue 19: the `Value` of every
+/// record was half of a listing's instructions).
+#[derive(serde::Serialize)]
+pub(super) struct Listed<'a> {
+    #[serde(flatten)]
+    record: &'a Record,
+    holders: Vec<u32>,
+    locked: &'static str,
+}
+
+impl<'a> Listed<'a> {
+    pub(super) fn of(r: &'a Record, seen: &crate::model::evidence::LeaseSeen) -> Listed<'a> {
+        Listed {
+            record: r,
+            holders: seen.pids.clone(),
+            locked: locked_word(seen),
+        }
+    }
+}
+
+/// One entry of `list --json`: a record, or a record file lease cannot
+/// read (`{id, state: "unreadable", path, problem}`).
+#[derive(serde::Serialize)]
+#[serde(untagged)]
+enum Entry<'a> {
+    Record(Listed<'a>),
+    Unreadable {
+        id: &'a str,
+        state: &'static str,
+        path: std::borrow::Cow<'a, str>,
+        problem: &'a str,
+    },
+}
+
+/// Writes `entries` to stdout as one pretty-printed JSON array, each
+/// entry serialized as it is reached through a buffered writer: the
+/// listing is never held as one string. Write errors are ignored, as by
+/// `out_raw!` (a closed pipe ends the listing).
+fn print_json<'a>(entries: impl Iterator<Item = Entry<'a>>) {
+    use std::io::Write as _;
+    let stdout = std::io::stdout();
+    let mut w = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
+    let mut ser = serde_json::Serializer::pretty(&mut w);
+    if serde::Serializer::collect_seq(&mut ser, entries).is_ok() {
+        let _ = writeln!(w);
+    }
+    let _ = w.flush();
 }
 
 pub(super) fn locked_word(seen: &crate::model::evidence::LeaseSeen) -> &'static str {
@@ -246,9 +295,12 @@ pub(super) fn list(ctx: &crate::ops::Ctx, a: &Args) -> Result<u8> {
         return Ok(exit::OK);
     };
     let reg = Registry::new(root);
+    // Each record is read, parsed and filtered in turn (one scan): only
+    // those the listing shows stay in memory.
     let mut loaded: Vec<Loaded> = reg
-        .scan()?
-        .into_iter()
+        .ids()?
+        .iter()
+        .map(|id| reg.load(id))
         .filter(|l| match l {
             Loaded::Ok(r) => filter.keeps(r.state.name(), Some(&r.repo)),
             Loaded::Bad { .. } => filter.keeps("unreadable", None),
@@ -257,10 +309,12 @@ pub(super) fn list(ctx: &crate::ops::Ctx, a: &Args) -> Result<u8> {
     // Oldest first, by creation time (RFC 3339 UTC sorts as text); an
     // unreadable record last, by id.
     loaded.sort_by(|x, y| {
-        let key = |l: &Loaded| match l {
-            Loaded::Ok(r) => (0, r.created_at.clone(), r.id.clone()),
-            Loaded::Bad { id, .. } => (1, String::new(), id.clone()),
-        };
+        fn key(l: &Loaded) -> (u8, &str, &str) {
+            match l {
+                Loaded::Ok(r) => (0, &r.created_at, &r.id),
+                Loaded::Bad { id, .. } => (1, "", id),
+            }
+        }
         key(x).cmp(&key(y))
     });
     // One /proc scan for every lease that can still be held.
@@ -273,19 +327,15 @@ pub(super) fn list(ctx: &crate::ops::Ctx, a: &Args) -> Result<u8> {
         .collect();
     let seen = SeenLeases::of(&reg, &ids);
     if json {
-        let items: Vec<serde_json::Value> = loaded
-            .iter()
-            .map(|l| match l {
-                Loaded::Ok(r) => record_json(r, &seen.of_record(r)),
-                Loaded::Bad { id, path, problem } => serde_json::json!({
-                    "id": id, "state": "unreadable", "path": path.to_string_lossy(), "problem": problem
-                }),
-            })
-            .collect();
-        out_raw!(
-            "{}",
-            serde_json::to_string_pretty(&items).expect("json serializes")
-        );
+        print_json(loaded.iter().map(|l| match l {
+            Loaded::Ok(r) => Entry::Record(Listed::of(r, &seen.of_record(r))),
+            Loaded::Bad { id, path, problem } => Entry::Unreadable {
+                id,
+                state: "unreadable",
+                path: path.to_string_lossy(),
+                problem,
+            },
+        }));
         return Ok(exit::OK);
     }
     if loaded.is_empty() {

@@ -119,10 +119,14 @@ pub fn symlink_is_invalid(e: io::Error) -> io::Error {
 /// that grows under the read is still cut at `limit + 1` bytes).
 pub fn read_regular(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
     let f = open_regular(path)?;
-    if f.metadata()?.len() > limit {
+    let len = f.metadata()?.len();
+    if len > limit {
         return Err(too_large(limit));
     }
-    let mut buf = Vec::new();
+    // Room for the whole file and one byte more: two reads, the second
+    // seeing the end (from an empty Vec, read_to_end grows it from 32
+    // bytes, 9 reads for a 3 KiB record).
+    let mut buf = Vec::with_capacity(usize::try_from(len).unwrap_or(0).saturating_add(1));
     f.take(limit.saturating_add(1)).read_to_end(&mut buf)?;
     if buf.len() as u64 > limit {
         return Err(too_large(limit));

@@ -93,6 +93,61 @@ fn list_and_show_report_records_and_holders() {
     assert_code(&o, 0);
 }
 
+/// `list --json` streams each record as it serializes (no JSON value in
+/// between): every entry is its record file's document plus `holders` and
+/// `locked`, the same document `show --json` prints, and an unreadable
+/// file is `{id, state, path, problem}`; the array is one document.
+#[test]
+fn list_json_is_each_record_file_plus_what_proc_shows() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    for _ in 0..3 {
+        let o = env
+            .lease()
+            .current_dir(&repo)
+            .args(["exec", "--keep", "--", "true"])
+            .output()
+            .unwrap();
+        assert_code(&o, 0);
+    }
+    let recs = env.state.join("records");
+    let bad = recs.join("cccccccccccccccccccccccccccccccc.json");
+    fs::write(&bad, "not json").unwrap();
+    let o = env.lease().args(["list", "--json"]).output().unwrap();
+    assert_code(&o, 0);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let entries = v.as_array().unwrap();
+    assert_eq!(entries.len(), 4, "{v:#}");
+    for e in &entries[..3] {
+        let id = e["id"].as_str().unwrap();
+        let file: serde_json::Value =
+            serde_json::from_slice(&fs::read(recs.join(format!("{id}.json"))).unwrap()).unwrap();
+        let mut expected = file.as_object().unwrap().clone();
+        expected.insert("holders".into(), serde_json::json!([]));
+        expected.insert("locked".into(), serde_json::json!("none"));
+        assert_eq!(e, &serde_json::Value::Object(expected), "{id}");
+        let o = env.lease().args(["show", id, "--json"]).output().unwrap();
+        assert_code(&o, 0);
+        let shown: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(e, &shown, "{id}");
+    }
+    // Oldest first; the unreadable file last.
+    let created: Vec<&str> = entries[..3]
+        .iter()
+        .map(|e| e["created_at"].as_str().unwrap())
+        .collect();
+    assert!(created.windows(2).all(|w| w[0] <= w[1]), "{created:?}");
+    let last = &entries[3];
+    assert_eq!(last["id"], "cccccccccccccccccccccccccccccccc");
+    assert_eq!(last["state"], "unreadable");
+    assert_eq!(last["path"], bad.to_str().unwrap());
+    assert!(
+        last["problem"].as_str().unwrap().contains("corrupt"),
+        "{last}"
+    );
+    assert_eq!(fs::read(&bad).unwrap(), b"not json");
+}
+
 #[test]
 fn corrupt_and_newer_records_are_listed_not_changed() {
     let env = TestEnv::new();
