@@ -67,6 +67,14 @@ def file_id(path):
     return {"path": path, "dev": st.st_dev, "ino": st.st_ino}
 
 
+def record_files(home):
+    """Every record file of state root HOME: live (`records/*.json`) and
+    shelved (`records/removed/*.json`, the removed ones)."""
+    return glob.glob(os.path.join(home, "records", "*.json")) + glob.glob(
+        os.path.join(home, "records", "removed", "*.json")
+    )
+
+
 def gen_records(pidfile, specs, live):
     """Fills each state root HOME (which already holds one real removed and
     one real retained record, the templates) up to N records: `live` active
@@ -76,7 +84,7 @@ def gen_records(pidfile, specs, live):
     homes = []
     for spec in specs:
         home, n = spec.rsplit(":", 1)
-        recs = [json.load(open(p)) for p in glob.glob(os.path.join(home, "records", "*.json"))]
+        recs = [json.load(open(p)) for p in record_files(home)]
         removed = next(r for r in recs if r["state"] == "removed")
         retained = next(r for r in recs if r["state"] == "retained")
         homes.append((home, int(n), removed, retained, len(recs)))
@@ -121,9 +129,14 @@ def gen_records(pidfile, specs, live):
 
     for i, (home, n, removed, retained, have) in enumerate(homes):
         root = retained["root"]["path"]
-        out = os.path.join(home, "records")
+        live_dir = os.path.join(home, "records")
+        # Removed records where lease keeps them once removed: shelved in
+        # records/removed/ (as the template removed record already is).
+        shelf = os.path.join(live_dir, "removed")
+        os.makedirs(shelf, mode=0o700, exist_ok=True)
 
         def write(rec):
+            out = shelf if rec["state"] == "removed" else live_dir
             with open(os.path.join(out, rec["id"] + ".json"), "w") as f:
                 json.dump(rec, f, indent=2)
             os.chmod(os.path.join(out, rec["id"] + ".json"), 0o600)
@@ -437,7 +450,7 @@ def bundles(state_root, git_bundle):
     commits each archived (from the records), and git's own bundle's bytes."""
     sizes = sorted(os.path.getsize(p) for p in glob.glob(os.path.join(state_root, "archives", "*", "*.bundle")))
     commits = set()
-    for p in glob.glob(os.path.join(state_root, "records", "*.json")):
+    for p in record_files(state_root):
         try:
             a = json.load(open(p)).get("archive")
         except (OSError, ValueError):

@@ -40,7 +40,7 @@ pub(super) fn run(ctx: &crate::ops::Ctx, a: Args) -> Result<u8> {
     let mut ids: Vec<String> = Vec::new();
     if a.targets.is_empty() {
         let mut live: Vec<(String, String)> = reg
-            .scan()?
+            .scan_live()?
             .into_iter()
             .filter_map(|l| match l {
                 Loaded::Ok(r) if r.state != State::Removed => Some((r.created_at, r.id)),

@@ -295,12 +295,10 @@ pub(super) fn list(ctx: &crate::ops::Ctx, a: &Args) -> Result<u8> {
         return Ok(exit::OK);
     };
     let reg = Registry::new(root);
-    // Each record is read, parsed and filtered in turn (one scan): only
-    // those the listing shows stay in memory.
+    // One scan, live and shelved records.
     let mut loaded: Vec<Loaded> = reg
-        .ids()?
-        .iter()
-        .map(|id| reg.load(id))
+        .scan()?
+        .into_iter()
         .filter(|l| match l {
             Loaded::Ok(r) => filter.keeps(r.state.name(), Some(&r.repo)),
             Loaded::Bad { .. } => filter.keeps("unreadable", None),

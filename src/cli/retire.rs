@@ -115,7 +115,7 @@ pub(super) fn retire(
     let engine = engine(reg.clone(), git);
     let mut ids: Vec<Result<String, TargetReport>> = Vec::new();
     if all {
-        for l in reg.scan()? {
+        for l in reg.scan_live()? {
             match l {
                 // Terminal and interrupted records, and active ones whose every
                 // launcher is gone (gate 3 then proves them interrupted).

@@ -182,16 +182,31 @@ pub(super) fn id_or_path(ctx: &crate::ops::Ctx, t: &str) -> Result<String> {
 /// The id of the record (not removed, unless `removed_too`) whose worktree
 /// path is exactly `path`; with `removed_too`, a live record wins over a
 /// removed one, and the newest removed one over older ones.
+///
+/// The live directory is read first ([`Registry::scan_live`]); removed
+/// records (shelved ones too) only when `removed_too` and no live one
+/// matched.
 fn recorded_at(reg: &Registry, path: &Path, removed_too: bool) -> Result<Option<String>> {
+    if let Some(id) = recorded_in(reg.scan_live()?, path, false) {
+        return Ok(Some(id));
+    }
+    if !removed_too {
+        return Ok(None);
+    }
+    Ok(recorded_in(reg.scan()?, path, true))
+}
+
+/// [`recorded_at`] over the records of `loaded`.
+fn recorded_in(loaded: Vec<Loaded>, path: &Path, removed_too: bool) -> Option<String> {
     let mut removed: Option<(String, String)> = None;
-    for l in reg.scan()? {
+    for l in loaded {
         let Loaded::Ok(r) = l else { continue };
         let Some(w) = &r.worktree else { continue };
         if w.path() != path {
             continue;
         }
         if r.state != State::Removed {
-            return Ok(Some(r.id.clone()));
+            return Some(r.id.clone());
         }
         if removed_too
             && removed
@@ -201,13 +216,13 @@ fn recorded_at(reg: &Registry, path: &Path, removed_too: bool) -> Result<Option<
             removed = Some((r.id.clone(), r.created_at.clone()));
         }
     }
-    Ok(removed.map(|(id, _)| id))
+    removed.map(|(id, _)| id)
 }
 
 /// The top directory of the recorded (not removed) worktree that strictly
 /// contains `path`, if any.
 fn enclosing_worktree(reg: &Registry, path: &Path) -> Result<Option<PathBuf>> {
-    for l in reg.scan()? {
+    for l in reg.scan_live()? {
         let Loaded::Ok(r) = l else { continue };
         if r.state == State::Removed {
             continue;

@@ -385,6 +385,15 @@ fn run(root: &StateRoot, git: &Git, apply: bool, until: Option<u64>) -> Result<R
                 if rec.archive.is_some() {
                     reaper.drop_durable_archive(&rec, &mut report);
                 }
+                // A removed record a crash (or an older lease) left in the
+                // live directory moves out of it.
+                if apply {
+                    match reaper.reg.shelve(&rec.id) {
+                        Ok(true) => tracing::info!(id = %rec.id, "reap: removed record shelved"),
+                        Ok(false) => {}
+                        Err(e) => report.errors.push(format!("record {}: {e}", rec.id)),
+                    }
+                }
             }
             Loaded::Ok(rec) => {
                 let mut item = reaper.reconcile(*rec);

@@ -10,7 +10,9 @@
 //! afterwards, in that order: a crash between the two leaves a `removed`
 //! record beside its lease file, which the leftovers reaper deletes
 //! (`ops/reap/leftovers.rs`), never a lease file missing under a record
-//! that still promises one.
+//! that still promises one. Last, the removed record is shelved: moved to
+//! `records/removed/` ([`Registry::shelve`]), out of the directory that
+//! every command reading live records scans.
 
 use std::fs;
 
@@ -70,6 +72,11 @@ pub fn remove_record(
         // Best effort: a file that stays is a leftover the reaper deletes
         // once it proves nobody holds it.
         let _ = fs::remove_file(path);
+    }
+    if wrote {
+        // Out of the live directory (best effort too: a removed record
+        // left live is read as before, and `lease reap --apply` moves it).
+        let _ = reg.shelve(id);
     }
     Ok(wrote)
 }
@@ -159,5 +166,62 @@ mod tests {
 
         // A record that is removed already cannot be removed again.
         assert!(remove_record(&reg, &id, tomb(&id), LeaseProof::NeverUsed, |_| Ok(true)).is_err());
+    }
+
+    #[test]
+    fn a_removal_shelves_the_record_and_every_reader_still_finds_it() {
+        let (_t, reg, id, _path, f) = one_record();
+        let live = reg.root().records().join(format!("{id}.json"));
+        let shelved = reg.root().removed_records().join(format!("{id}.json"));
+        assert!(live.exists() && !shelved.exists());
+        assert!(
+            remove_record(&reg, &id, tomb(&id), LeaseProof::Exclusive(&f), |_| Ok(
+                true
+            ))
+            .unwrap()
+        );
+        assert!(!live.exists(), "out of the live directory");
+        assert!(shelved.exists(), "in records/removed/");
+        assert_eq!(reg.get(&id).unwrap().state, State::Removed);
+        assert!(reg.exists(&id));
+        assert_eq!(reg.ids().unwrap(), vec![id.clone()]);
+        assert!(reg.live_ids().unwrap().is_empty());
+        assert!(reg.scan_live().unwrap().is_empty());
+        assert_eq!(reg.scan().unwrap().len(), 1);
+        assert_eq!(reg.resolve(&id).unwrap(), id);
+        assert_eq!(reg.resolve(&id[..8]).unwrap(), id);
+        // An update of the removed record is written where it is.
+        reg.update(&id, |r| {
+            r.restored_from = Some("elsewhere".into());
+            Ok(())
+        })
+        .unwrap();
+        assert!(!live.exists(), "an update does not bring it back");
+        assert_eq!(
+            reg.get(&id).unwrap().restored_from.as_deref(),
+            Some("elsewhere")
+        );
+        // Its id cannot be created again, shelved or not.
+        let mut again = crate::model::record::sample_record();
+        again.id = id.clone();
+        let e = reg.create(&mut again).unwrap_err();
+        assert!(e.to_string().contains("already exists"), "{e}");
+        assert!(!live.exists());
+        assert!(!reg.shelve(&id).unwrap(), "already shelved");
+    }
+
+    #[test]
+    fn only_a_removed_record_is_shelved() {
+        let (_t, reg, id, _path, _f) = one_record();
+        let live = reg.root().records().join(format!("{id}.json"));
+        let before = fs::read(&live).unwrap();
+        assert!(!reg.shelve(&id).unwrap(), "a planned record stays live");
+        assert_eq!(fs::read(&live).unwrap(), before, "unchanged");
+        assert!(!reg.root().removed_records().exists(), "nothing made");
+        assert_eq!(reg.live_ids().unwrap(), vec![id.clone()]);
+        // A corrupt file where a record belongs is left where it is.
+        fs::write(&live, b"{corrupt").unwrap();
+        assert!(!reg.shelve(&id).unwrap());
+        assert_eq!(fs::read(&live).unwrap(), b"{corrupt");
     }
 }

@@ -424,7 +424,7 @@ fn check_missing(path: &Path) -> Result<(), Hold> {
 /// The record whose worktree is `path` and that is not `removed`.
 fn matching_record(reg: &Registry, path: &Path) -> Result<Option<Record>> {
     let mut found: Vec<Record> = reg
-        .scan()?
+        .scan_live()?
         .into_iter()
         .filter_map(|l| match l {
             Loaded::Ok(r)

@@ -548,7 +548,7 @@ impl Engine {
     pub fn find_by_path(&self, path: &Path) -> Result<Option<String>> {
         let canon = fs::canonicalize(path).at(path)?;
         let mut inside = None;
-        for loaded in self.reg.scan()? {
+        for loaded in self.reg.scan_live()? {
             let Loaded::Ok(r) = loaded else { continue };
             if r.state == State::Removed {
                 continue;

@@ -66,19 +66,62 @@ impl Registry {
         &self.root
     }
 
-    fn file(&self, id: &str) -> PathBuf {
+    /// `records/<id>.json`: where a record lives until it is removed (and
+    /// where a crash between its tombstone and [`Registry::shelve`] leaves
+    /// a removed one).
+    fn live_file(&self, id: &str) -> PathBuf {
         self.root.records().join(format!("{id}.json"))
     }
 
-    /// Reads one record.
+    /// `records/removed/<id>.json`: where [`Registry::shelve`] moves a
+    /// removed record.
+    fn shelved_file(&self, id: &str) -> PathBuf {
+        self.root.removed_records().join(format!("{id}.json"))
+    }
+
+    /// Where record `id` is now: its live file if anything is there, else
+    /// its shelved file if that exists, else the live file. Stable while
+    /// the record's lock is held (only [`Registry::shelve`] moves a
+    /// record, under that lock).
+    fn file(&self, id: &str) -> PathBuf {
+        let live = self.live_file(id);
+        if fs::symlink_metadata(&live).is_err() {
+            let shelved = self.shelved_file(id);
+            if fs::symlink_metadata(&shelved).is_ok() {
+                return shelved;
+            }
+        }
+        live
+    }
+
+    /// True if a file of record `id` exists, live or shelved (whatever it
+    /// holds).
+    pub fn exists(&self, id: &str) -> bool {
+        fs::symlink_metadata(self.file(id)).is_ok()
+    }
+
+    /// Reads one record, live or shelved.
     pub fn load(&self, id: &str) -> Loaded {
-        let path = self.file(id);
+        let mut path = self.live_file(id);
+        let mut read = crate::os::fs::read_regular(&path, MAX_RECORD_BYTES);
+        // Not live: shelved, or moved there since (a reader takes no lock,
+        // and the move is one rename, so one of the two names has it).
+        if matches!(&read, Err(e) if e.kind() == std::io::ErrorKind::NotFound) {
+            let shelved = self.shelved_file(id);
+            match crate::os::fs::read_regular(&shelved, MAX_RECORD_BYTES) {
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                r => {
+                    path = shelved;
+                    read = r;
+                }
+            }
+        }
         let bad = |problem: String| Loaded::Bad {
             id: id.to_string(),
             path: path.clone(),
             problem,
         };
-        let bytes = match crate::os::fs::read_regular(&path, MAX_RECORD_BYTES) {
+        let bytes = match read {
             Ok(b) => b,
             // A FIFO, device, symlink or oversized file where a record belongs.
             Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
@@ -100,34 +143,60 @@ impl Registry {
         }
     }
 
-    /// Returns every record id, sorted.
+    /// Returns every record id, live and shelved, sorted, each once (a
+    /// record shelved while the two directories are read is in both).
     pub fn ids(&self) -> Result<Vec<String>> {
-        let dir = self.root.records();
-        let mut ids = Vec::new();
-        let entries = match fs::read_dir(&dir) {
-            Ok(d) => d,
-            // A state root made by hand (an empty 0700 directory): nothing
-            // is recorded until the first command that writes creates it.
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(ids),
-            Err(e) => return Err(e).at_do("cannot read", &dir),
-        };
-        for entry in entries {
-            let entry = entry.at_do("cannot read", &dir)?;
-            let name = entry.file_name();
-            let Some(name) = name.to_str() else { continue };
-            if let Some(id) = name.strip_suffix(".json")
-                && is_id(id)
-            {
-                ids.push(id.to_string());
-            }
-        }
+        let mut ids = self.live_ids()?;
+        ids.extend(ids_in(&self.root.removed_records())?);
+        ids.sort();
+        ids.dedup();
+        Ok(ids)
+    }
+
+    /// Returns the ids in the live directory, sorted: every record that is
+    /// not `removed`, and any removed one not shelved yet.
+    pub fn live_ids(&self) -> Result<Vec<String>> {
+        let mut ids = ids_in(&self.root.records())?;
         ids.sort();
         Ok(ids)
     }
 
-    /// Reads every record.
+    /// Reads every record, live and shelved.
     pub fn scan(&self) -> Result<Vec<Loaded>> {
         Ok(self.ids()?.iter().map(|id| self.load(id)).collect())
+    }
+
+    /// Reads the records of the live directory ([`Registry::live_ids`]):
+    /// what a command that skips `removed` records needs, at a cost that
+    /// grows with the live worktrees, not with every worktree ever removed.
+    /// It may still return removed records (one shelved while it runs, or
+    /// one a crash left live): callers filter on the state as before.
+    pub fn scan_live(&self) -> Result<Vec<Loaded>> {
+        Ok(self.live_ids()?.iter().map(|id| self.load(id)).collect())
+    }
+
+    /// Moves record `id` out of the live directory into
+    /// `records/removed/` once it is `removed`, under its lock: one
+    /// `rename(2)` in the same filesystem, so every reader finds it under
+    /// one of its two names ([`Registry::load`]). Not fsynced: a rename a
+    /// crash loses leaves the removed record live, which is how it was
+    /// before and what `lease reap --apply` shelves. Returns whether it
+    /// moved; a record that is not removed, already shelved or bad stays.
+    ///
+    /// # Errors
+    /// The lock's, or a failed `mkdir`/`rename`.
+    pub fn shelve(&self, id: &str) -> Result<bool> {
+        let _lock = self.lock(id)?;
+        let live = self.live_file(id);
+        match crate::os::fs::read_regular(&live, MAX_RECORD_BYTES) {
+            Ok(bytes) if parse(id, &bytes).is_ok_and(|r| r.state == State::Removed) => {}
+            _ => return Ok(false),
+        }
+        let dir = self.root.removed_records();
+        crate::os::atomic::make_private_dir(&dir)?;
+        crate::os::fault::point("record-shelving");
+        fs::rename(&live, self.shelved_file(id)).at_do("cannot move", &live)?;
+        Ok(true)
     }
 
     /// Resolves a full id or a unique prefix of 8 or more hex digits.
@@ -138,6 +207,10 @@ impl Registry {
             )));
         }
         let prefix = prefix.to_ascii_lowercase();
+        // A whole id names one record or none: no directory listing.
+        if prefix.len() == 32 && self.exists(&prefix) {
+            return Ok(prefix);
+        }
         let found: Vec<String> = self
             .ids()?
             .into_iter()
@@ -164,15 +237,14 @@ impl Registry {
         crate::os::atomic::make_private_dir(&self.root.locks())?;
         let _slots = crate::os::atomic::lock_private(&self.root.locks().join("slots.lock"))?;
         let lock = self.lock(&rec.id)?;
-        let path = self.file(&rec.id);
-        if path.exists() {
+        if self.exists(&rec.id) {
             return Err(Error::Record {
-                path,
+                path: self.file(&rec.id),
                 problem: "already exists".into(),
             });
         }
         let taken: Vec<u32> = self
-            .scan()?
+            .scan_live()?
             .into_iter()
             .filter_map(|l| match l {
                 Loaded::Ok(r) if r.state != State::Removed && r.id != rec.id => r.slot,
@@ -318,6 +390,30 @@ impl Registry {
     fn lock(&self, id: &str) -> Result<fs::File> {
         crate::os::atomic::lock_private(&self.root.records().join(format!("{id}.lock")))
     }
+}
+
+/// The record ids of the `<id>.json` files in `dir`, unsorted; none when
+/// `dir` does not exist (a state root made by hand, an empty 0700
+/// directory, has no records until the first command that writes; no
+/// record was ever shelved).
+fn ids_in(dir: &Path) -> Result<Vec<String>> {
+    let mut ids = Vec::new();
+    let entries = match fs::read_dir(dir) {
+        Ok(d) => d,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(ids),
+        Err(e) => return Err(e).at_do("cannot read", dir),
+    };
+    for entry in entries {
+        let entry = entry.at_do("cannot read", dir)?;
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if let Some(id) = name.strip_suffix(".json")
+            && is_id(id)
+        {
+            ids.push(id.to_string());
+        }
+    }
+    Ok(ids)
 }
 
 /// The bytes of a record file: pretty JSON, as [`parse`] reads it back.

@@ -141,6 +141,13 @@ impl StateRoot {
     pub fn records(&self) -> PathBuf {
         self.path.join("records")
     }
+    /// `records/removed/`: the records of removed worktrees (tombstones),
+    /// moved out of `records/` ([`crate::store::registry::Registry::shelve`])
+    /// so commands that skip them never read them; their `<id>.lock` stays
+    /// in `records/`. Made on the first move.
+    pub fn removed_records(&self) -> PathBuf {
+        self.records().join("removed")
+    }
     /// `leases/`: one `<id>.lease` per worktree.
     pub fn leases(&self) -> PathBuf {
         self.path.join("leases")

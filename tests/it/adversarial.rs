@@ -1757,7 +1757,17 @@ fn d6_every_record_rename_is_followed_by_a_directory_fsync() {
     let t = fs::read_to_string(&trace).unwrap();
     let records = fx.env.state.join("records");
     let dir_fsync = format!("<{}>", records.display());
-    let target = format!("{}\"", records.join(format!("{id}.json")).display());
+    // A rename that puts the record file in place: its destination (the
+    // second path) is `records/<id>.json`. The removal's last step moves
+    // that file to `records/removed/` (a rename whose loss leaves the
+    // fsynced tombstone where it was), which needs no fsync.
+    let target = format!(", \"{}\"", records.join(format!("{id}.json")).display());
+    let shelved = format!(
+        "\"{}\", \"{}\"",
+        records.join(format!("{id}.json")).display(),
+        records.join("removed").join(format!("{id}.json")).display()
+    );
+    assert!(t.contains(&shelved), "the removed record is shelved:\n{t}");
     let lines: Vec<&str> = t.lines().collect();
     let mut renames = 0;
     for (i, line) in lines.iter().enumerate() {

@@ -1961,3 +1961,69 @@ fn a_record_or_orphans_file_over_its_bound_is_corrupt_not_read_without_end() {
         "left as it is"
     );
 }
+
+/// A retire killed after the removal wrote the tombstone and before the
+/// record moved out of the live directory (`record-shelving`): the removed
+/// record is read where it is (`list`, `show`, a new creation's slot
+/// choice skips it), a dry-run reap leaves it there, and `reap --apply`
+/// moves it to `records/removed/`, unchanged.
+#[test]
+fn a_removed_record_a_crash_left_live_is_shelved_by_the_reaper() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let (_, id) = new_record(&env, || {
+        env.lease()
+            .current_dir(&repo)
+            .args(["exec", "--keep", "--", "true"])
+            .output()
+            .unwrap()
+    });
+    assert_code(&env.lease().args(["release", &id]).output().unwrap(), 0);
+    let o = env
+        .lease()
+        .env("LEASE_FI_CRASH", "record-shelving")
+        .args(["retire", &id])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), None, "killed: {}", stderr(&o));
+    let live = env.state.join("records").join(format!("{id}.json"));
+    let shelved = env
+        .state
+        .join("records")
+        .join("removed")
+        .join(format!("{id}.json"));
+    assert!(live.exists() && !shelved.exists());
+    let bytes = fs::read(&live).unwrap();
+    assert_eq!(env.record_of(&id)["state"], "removed");
+    let o = env
+        .lease()
+        .args(["show", &id[..8], "--json"])
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+    assert_eq!(
+        serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()["state"],
+        "removed"
+    );
+    let o = env
+        .lease()
+        .args(["reap", "--dry-run", "--json"])
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+    assert_eq!(fs::read(&live).unwrap(), bytes, "a dry run moves nothing");
+    assert!(!shelved.exists());
+    let o = env
+        .lease()
+        .args(["reap", "--apply", "--json"])
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+    assert!(!live.exists(), "shelved: {}", stderr(&o));
+    assert_eq!(fs::read(&shelved).unwrap(), bytes, "moved as it was");
+    let o = env.lease().args(["list", "--json"]).output().unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v.as_array().unwrap().len(), 1, "{v:#}");
+    assert_eq!(v[0]["id"], id.as_str());
+    assert!(audit_chain_ok(&env));
+}

@@ -147,7 +147,7 @@ fn adopt_repair_restore_and_audit_fail_with_exit_3_and_the_path() {
     let repo = env.repo();
     let id = archived_record(&env, &repo);
     // restore of a record whose file is corrupt: kind `record`, its path.
-    let file = env.state.join(format!("records/{id}.json"));
+    let file = env.record_file(&id);
     let good = fs::read(&file).unwrap();
     fs::write(&file, b"{corrupt").unwrap();
     let audit = fs::read(env.state.join("audit.jsonl")).unwrap();

@@ -261,19 +261,40 @@ impl TestEnv {
         repo
     }
 
-    /// All records, parsed.
+    /// All records, live (`records/`) and shelved (`records/removed/`),
+    /// parsed.
     pub(crate) fn records(&self) -> Vec<serde_json::Value> {
-        let dir = self.state.join("records");
-        let mut v: Vec<serde_json::Value> = fs::read_dir(&dir)
-            .map(|d| {
-                d.flatten()
-                    .filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
-                    .map(|e| serde_json::from_slice(&fs::read(e.path()).unwrap()).unwrap())
-                    .collect()
-            })
-            .unwrap_or_default();
+        let mut v: Vec<serde_json::Value> = Vec::new();
+        for dir in [
+            self.state.join("records"),
+            self.state.join("records").join("removed"),
+        ] {
+            if let Ok(d) = fs::read_dir(&dir) {
+                v.extend(
+                    d.flatten()
+                        .filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
+                        .map(|e| serde_json::from_slice(&fs::read(e.path()).unwrap()).unwrap()),
+                );
+            }
+        }
         v.sort_by_key(|r| r["created_at"].as_str().unwrap_or("").to_string());
         v
+    }
+
+    /// The file of record `id`: `records/<id>.json` while it is live,
+    /// `records/removed/<id>.json` once a removal shelved it.
+    pub(crate) fn record_file(&self, id: &str) -> PathBuf {
+        let live = self.state.join("records").join(format!("{id}.json"));
+        let shelved = self
+            .state
+            .join("records")
+            .join("removed")
+            .join(format!("{id}.json"));
+        if !live.exists() && shelved.exists() {
+            shelved
+        } else {
+            live
+        }
     }
 
     /// The only record.
@@ -285,10 +306,7 @@ impl TestEnv {
 
     /// One record by id.
     pub(crate) fn record_of(&self, id: &str) -> serde_json::Value {
-        serde_json::from_slice(
-            &fs::read(self.state.join("records").join(format!("{id}.json"))).unwrap(),
-        )
-        .unwrap()
+        serde_json::from_slice(&fs::read(self.record_file(id)).unwrap()).unwrap()
     }
 
     /// The audit log's lines, parsed; torn lines (not JSON: a crash or a

@@ -296,13 +296,10 @@ impl Bundle<'_> {
     }
 }
 
-/// The record `id` as it is now: `None` when no record file exists.
+/// The record `id` as it is now, live or shelved: `None` when no record
+/// file exists.
 fn load(reg: &Registry, id: &str) -> Option<Loaded> {
-    let path = reg.root().records().join(format!("{id}.json"));
-    match fs::symlink_metadata(&path) {
-        Err(e) if e.kind() == ErrorKind::NotFound => None,
-        _ => Some(reg.load(id)),
-    }
+    reg.exists(id).then(|| reg.load(id))
 }
 
 /// One leftover being judged.
@@ -350,6 +347,7 @@ pub(super) fn sweep(reg: &Registry, git: &Git, apply: bool, report: &mut ReapRep
     list(&root.leases(), Dir::Leases, None, report);
     list(&root.scratch(), Dir::Scratch, None, report);
     list(&root.records(), Dir::Records, None, report);
+    list(&root.removed_records(), Dir::Records, None, report);
     list(root.path(), Dir::Root, None, report);
     let mut archive_dirs: Vec<(PathBuf, String)> = Vec::new();
     if let Ok(d) = fs::read_dir(root.archives()) {
