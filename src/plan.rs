@@ -5,8 +5,8 @@
 //! to hold (SPEC invariant 2, "uncertainty holds").
 
 use crate::model::evidence::{
-    ContentEvidence, FilterTrust, FlockSeen, Inventory, LeaseSeen, LockOutcome, LockSeen,
-    PathEvidence, ProcEvidence, Protected, Seen, StatusEntry, is_rebuildable,
+    ContentEvidence, EntryStat, FilterTrust, FlockSeen, Inventory, LeaseSeen, LockOutcome,
+    LockSeen, PathEvidence, ProcEvidence, Protected, Seen, StatusEntry, is_rebuildable,
 };
 use crate::model::reason::{Hold, HoldReason};
 use crate::model::record::{Retention, State};
@@ -350,6 +350,30 @@ pub fn gate_protected(wt: &std::path::Path, p: &Protected) -> Result<(), Hold> {
         return hit("an ancestor of the home directory");
     }
     Ok(())
+}
+
+/// How long before the first walk began every entry must have last
+/// changed for a second walk's equal [`EntryStat`]s to prove it unchanged,
+/// in nanoseconds (50 ms). File times come from the kernel's coarse clock,
+/// which moves once per tick (CONFIG_HZ is 100 at least: 10 ms or less,
+/// time(7)); a change made after the walk within the same tick as the
+/// entry's last change could leave its times as they were (git's "racy
+/// git" problem, gitformat-index(5)). An entry changed within 50 ms, five
+/// ticks or more, of the walk is treated as unproven.
+pub const RACY_NS: i128 = 50_000_000;
+
+/// Gate 7 without a second `git status`: true only if `second` (a walk
+/// after archiving, or git's own files then) is `first` (gate 5's, taken
+/// before its `git status` ran) entry for entry, and every entry of `first`
+/// last changed (mtime and ctime) at least [`RACY_NS`] before
+/// `started_ns`, the first walk's start (nanoseconds since the epoch).
+/// Then nothing in the tree changed between the two walks, so the status
+/// gate 5 read is the tree's status now. False asks for the status again
+/// (SPEC gate 7).
+pub fn tree_unchanged(first: &[EntryStat], second: &[EntryStat], started_ns: i128) -> bool {
+    let settled =
+        |e: &EntryStat| e.mtime_ns < started_ns - RACY_NS && e.ctime_ns < started_ns - RACY_NS;
+    first == second && first.iter().all(settled)
 }
 
 /// Gate 5, the walk: no mount, special file, unreadable directory, nested

@@ -219,6 +219,33 @@ pub struct Inventory {
     /// anonymous `st_dev`); from `/proc/self/mountinfo`. `None` when equal
     /// or unknown.
     pub table_dev: Option<u64>,
+    /// The `statx` data of every entry the walk reached on the top's
+    /// mount, the top included, in walk order ([`EntryStat`]): what gate 7
+    /// compares with a second walk (`plan::tree_unchanged`, a floor above).
+    pub stats: Vec<EntryStat>,
+}
+
+/// One entry of a walk as `statx(2)` saw it: identity, type and mode,
+/// size in bytes, and the modification and status-change times in
+/// nanoseconds since the epoch. A write, create, delete or rename changes
+/// the entry's own size, mtime or ctime, or its directory's; a chmod,
+/// chown or link count change its ctime; and no process can set a ctime
+/// (stat(2), inode(7): it is the kernel's clock at the last change), so
+/// two walks that see the same list saw the same tree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EntryStat {
+    /// `st_dev`.
+    pub dev: u64,
+    /// `st_ino`.
+    pub ino: u64,
+    /// `st_mode` (type and permission bits).
+    pub mode: u32,
+    /// `st_size`, in bytes.
+    pub size: u64,
+    /// `st_mtime`, in nanoseconds.
+    pub mtime_ns: i128,
+    /// `st_ctime`, in nanoseconds.
+    pub ctime_ns: i128,
 }
 
 /// What the process-reference audit of gate 4 found (`os::procfs::audit`:

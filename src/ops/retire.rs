@@ -91,6 +91,11 @@ struct Locked {
     status: Option<Vec<evidence::StatusEntry>>,
     /// Provisioned paths and whether each is unchanged, once gate 5 judged them.
     provisioned: Option<Vec<(Vec<u8>, bool)>>,
+    /// When lease's walk began, in nanoseconds since the epoch (gate 7).
+    walk_started_ns: i128,
+    /// git's own files as gate 5 saw them before its status ran
+    /// ([`Engine::git_files`]; gate 7).
+    git_files: Vec<evidence::EntryStat>,
 }
 
 impl Engine {
@@ -363,6 +368,7 @@ impl Engine {
         report.filters = locked.rg.trusted().to_vec();
         // Lease's own walk of the tree, under the lock: gate 4 judges
         // processes by the identities it reached, gate 5 by what it found.
+        locked.walk_started_ns = now_ns();
         locked.inventory = crate::os::walk::inventory(&locked.top);
 
         // Gate 4: defense in depth behind the lock.
@@ -487,8 +493,12 @@ impl Engine {
         self.remove(&mut locked, &reach, report, own_branch)
     }
 
-    /// Gate 7: HEAD, the bundle's sha256 and the record are unchanged; status
-    /// and the walk are re-run when a bundle was written.
+    /// Gate 7: HEAD, the bundle's sha256 and the record are unchanged; when
+    /// something was archived, the walk is run again, and git's status too
+    /// unless the walk and git's own files show that nothing changed since
+    /// gate 5 read it ([`Engine::status_stands`], [`plan::tree_unchanged`]:
+    /// then that status is the tree's status now, SPEC gate 7's "status
+    /// unchanged" without a second pass of git over the tree).
     fn refresh(
         &self,
         locked: &Locked,
@@ -508,6 +518,15 @@ impl Engine {
         // the refresh after archiving).
         if archive.is_some() {
             let walk = crate::os::walk::inventory(&locked.top);
+            // The status gate 5 read is still the tree's when a second walk
+            // and git's own files show nothing changed since before it ran.
+            if self.status_stands(locked, &walk)? {
+                tracing::info!(id = %locked.rec.id, "gate 7: the tree and git's files are as gate 5 saw them; its status stands");
+                if let Err(holds) = plan::gate_inventory(&walk, &[]) {
+                    return Ok(Err(holds));
+                }
+                return self.refresh_rest(locked, archive);
+            }
             let mut content = self.probe_content(
                 &locked.rg,
                 &locked.wt,
@@ -525,6 +544,16 @@ impl Engine {
                 return Ok(Err(holds));
             }
         }
+        self.refresh_rest(locked, archive)
+    }
+
+    /// Gate 7's last checks: the bundle's sha256 re-read through its
+    /// descriptor, and the record as gate 1 read it.
+    fn refresh_rest(
+        &self,
+        locked: &Locked,
+        archive: Option<&Archive>,
+    ) -> Result<Result<(), Vec<Hold>>> {
         if let Some(h) = archive
             .filter(|a| a.has_bundle())
             .and_then(|a| bundle_changed(a, locked.bundle.as_ref()))
@@ -586,6 +615,13 @@ struct Reach {
     unique: Vec<String>,
     /// How many branch tips of the trusted remote `--fetch` confirmed.
     confirmed: usize,
+}
+
+/// Now, in nanoseconds since the epoch (0 if the clock is before it).
+fn now_ns() -> i128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i128::try_from(d.as_nanos()).unwrap_or(i128::MAX))
 }
 
 /// Config `trusted_remote` (or `LEASE_TRUSTED_REMOTE`) of `policy`, if

@@ -13,7 +13,7 @@ use std::path::Path;
 use rustix::fs::{AtFlags, Mode, OFlags, ResolveFlags, StatxAttributes, StatxFlags};
 
 use super::fs::is_canonical;
-use crate::model::evidence::Inventory;
+use crate::model::evidence::{EntryStat, Inventory};
 use crate::model::reason::{Hold, HoldReason};
 
 /// Opens the worktree `name` directly below `root` as a directory
@@ -112,7 +112,45 @@ const WALK_FIELDS: StatxFlags = StatxFlags::TYPE
     .union(StatxFlags::MODE)
     .union(StatxFlags::SIZE)
     .union(StatxFlags::INO)
+    .union(StatxFlags::MTIME)
+    .union(StatxFlags::CTIME)
     .union(StatxFlags::MNT_ID);
+
+/// The [`EntryStat`] of `path` (not followed if a symlink), or one of all
+/// zeros when it does not exist or cannot be read: gate 7 compares git's
+/// own files (the index, config, excludes) this way.
+pub fn stat_of(path: &Path) -> EntryStat {
+    rustix::fs::statx(
+        rustix::fs::CWD,
+        path,
+        AtFlags::SYMLINK_NOFOLLOW,
+        WALK_FIELDS,
+    )
+    .map(|st| entry_stat(&st))
+    .unwrap_or(EntryStat {
+        dev: 0,
+        ino: 0,
+        mode: 0,
+        size: 0,
+        mtime_ns: 0,
+        ctime_ns: 0,
+    })
+}
+
+/// The [`EntryStat`] of a `statx` result.
+fn entry_stat(st: &rustix::fs::Statx) -> EntryStat {
+    let ns = |t: &rustix::fs::StatxTimestamp| {
+        i128::from(t.tv_sec) * 1_000_000_000 + i128::from(t.tv_nsec)
+    };
+    EntryStat {
+        dev: rustix::fs::makedev(st.stx_dev_major, st.stx_dev_minor),
+        ino: st.stx_ino,
+        mode: u32::from(st.stx_mode),
+        size: st.stx_size,
+        mtime_ns: ns(&st.stx_mtime),
+        ctime_ns: ns(&st.stx_ctime),
+    }
+}
 
 /// `statx` of `name` relative to `dir` (`""` with `AtFlags::EMPTY_PATH` for
 /// `dir` itself), never following a symlink.
@@ -194,6 +232,7 @@ pub fn inventory(top: &OwnedFd) -> Inventory {
             .intersects(StatxAttributes::IMMUTABLE | StatxAttributes::APPEND)
     };
     inv.ids.insert(id(&top_st));
+    inv.stats.push(entry_stat(&top_st));
     if pinned(&top_st) {
         inv.pinned.push(b".".to_vec());
     }
@@ -266,6 +305,7 @@ pub fn inventory(top: &OwnedFd) -> Inventory {
                 continue;
             }
             inv.ids.insert(id(&st));
+            inv.stats.push(entry_stat(&st));
             if pinned(&st) {
                 inv.pinned.push(path.clone());
             }

@@ -797,3 +797,60 @@ fn a_whole_ignored_directory_is_provisioned_only_if_every_file_in_it_was() {
     assert!(holds[0].detail.contains("other/"), "{:?}", holds[0].detail);
     assert!(!holds[0].detail.contains("big/"), "{:?}", holds[0].detail);
 }
+
+#[test]
+fn gate_7_keeps_gate_5_s_status_only_for_a_settled_unchanged_tree() {
+    let started: i128 = 1_000_000_000_000;
+    let old = started - 2 * RACY_NS;
+    let e = |ino: u64| EntryStat {
+        dev: 1,
+        ino,
+        mode: 0o100644,
+        size: 10,
+        mtime_ns: old,
+        ctime_ns: old,
+    };
+    let first = vec![e(1), e(2), e(3)];
+    assert!(tree_unchanged(&first, &first.clone(), started), "control");
+    assert!(tree_unchanged(&[], &[], started), "an empty list");
+    // Anything that differs asks for the status again.
+    let changes: [fn(&mut EntryStat); 6] = [
+        |x| x.dev += 1,
+        |x| x.ino += 1,
+        |x| x.mode ^= 0o100,
+        |x| x.size += 1,
+        |x| x.mtime_ns += 1,
+        |x| x.ctime_ns += 1,
+    ];
+    for change in changes {
+        let mut second = first.clone();
+        change(&mut second[1]);
+        assert!(!tree_unchanged(&first, &second, started), "{second:?}");
+    }
+    let mut more = first.clone();
+    more.push(e(4));
+    assert!(!tree_unchanged(&first, &more, started), "an entry more");
+    assert!(
+        !tree_unchanged(&first, &first[..2], started),
+        "an entry less"
+    );
+    // An entry changed within the racy margin of the first walk proves
+    // nothing, even when both walks agree (its times may not have moved).
+    for racy in [
+        EntryStat {
+            ctime_ns: started - RACY_NS,
+            ..e(2)
+        },
+        EntryStat {
+            mtime_ns: started - RACY_NS + 1,
+            ..e(2)
+        },
+        EntryStat {
+            mtime_ns: started + 1_000_000_000,
+            ..e(2)
+        },
+    ] {
+        let v = vec![e(1), racy, e(3)];
+        assert!(!tree_unchanged(&v, &v.clone(), started), "{racy:?}");
+    }
+}

@@ -12,7 +12,7 @@
 //! canary is unchanged, and that no sentinel ran.
 
 use std::fs;
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
@@ -2573,10 +2573,37 @@ fn b8_worktree_git_no_longer_lists_is_not_registered() {
 fn gate7_anything_that_moved_while_archiving_holds() {
     // An untracked file appears while the bundle is written: refreshed
     // content holds; HEAD moves: unprovable. Neither tree is removed.
+    // Also a tracked file rewritten with the same size and its mtime set
+    // back (only its ctime shows it), a file an exclude already hid, and
+    // the index alone changed: the second walk or git's files differ, so
+    // git's status is read again rather than gate 5's kept
+    // (plan::tree_unchanged).
     type Change = fn(&Fx, &Path);
-    let cases: [(&str, Change); 2] = [
+    let cases: [(&str, Change); 5] = [
         ("untracked", |_, wt| {
             fs::write(wt.join("late.txt"), "late").unwrap()
+        }),
+        // Fx's `* filter=evil` is neutralized: an edit under it cannot be
+        // judged, and holds as `filter-unverifiable`.
+        ("filter-unverifiable", |fx, wt| {
+            let a = wt.join("a");
+            let mtime = fs::metadata(&a).unwrap().modified().unwrap();
+            fs::write(&a, "b\n").unwrap();
+            fs::File::options()
+                .write(true)
+                .open(&a)
+                .unwrap()
+                .set_modified(mtime)
+                .unwrap();
+            let _ = fx;
+        }),
+        ("ignored", |_, wt| {
+            fs::write(wt.join("late.log"), "late").unwrap()
+        }),
+        // Only git's index changes (the tree does not): `a` is no longer
+        // tracked.
+        ("dirty,untracked", |fx, wt| {
+            fx.env.git(wt, &["rm", "-q", "--cached", "a"]);
         }),
         ("unprovable", |fx, wt| {
             fx.env.git(
@@ -2595,14 +2622,104 @@ fn gate7_anything_that_moved_while_archiving_holds() {
     ];
     for (reason, change) in cases {
         let fx = Fx::new();
-        let (id, wt) =
-            fx.worktree("git checkout -q --detach && echo a > a && git add a && git commit -qm a");
+        let (id, wt) = fx.worktree(
+            "git checkout -q --detach && echo a > a && git add a && git commit -qm a \
+             && echo '*.log' >> \"$(git rev-parse --git-common-dir)/info/exclude\"",
+        );
+        // Settled first, and without Fx's `include.path` (which always
+        // sends gate 7 to git's status), so only the comparison of the two
+        // walks (and of git's files) can tell that something moved.
+        fx.env.git(&fx.repo, &["config", "--unset", "include.path"]);
+        settle(&fx, &wt);
         let o = paused_retire(&fx, &id, "archive-written", || change(&fx, &wt));
         assert_code(&o, 1);
-        assert_eq!(reasons(&o), [reason], "{}", stdout(&o));
+        assert_eq!(reasons(&o).join(","), reason, "{}", stdout(&o));
         assert!(wt.join("a").exists(), "{reason}: the worktree is intact");
         assert_eq!(fx.env.record_of(&id)["state"], "terminal", "{reason}");
     }
+}
+
+/// The other half of gate 7 after archiving: a tree and git files that
+/// last changed well before the retire began (more than the racy margin,
+/// `plan::RACY_NS`), left alone while the bundle is made, keep gate 5's
+/// status: the retire runs `git status` once and removes the tree, its
+/// commit in the verified bundle. While the repository's config includes
+/// another file (Fx sets `include.path`), whose changes no check sees, the
+/// status runs again.
+#[test]
+fn gate7_a_settled_tree_that_did_not_move_keeps_gate_5_s_status() {
+    let fx = Fx::new();
+    let script = "git checkout -q --detach && echo a > a && git add a && git commit -qm a";
+    let (included, included_wt) = fx.worktree(script);
+    let (plain, plain_wt) = fx.worktree(script);
+    let statuses_of = |id: &str, wt: &Path| {
+        settle(&fx, wt);
+        let o = fx
+            .env
+            .lease()
+            .args(["-vv", "retire", "--json", id])
+            .output()
+            .unwrap();
+        assert_code(&o, 0);
+        let rec = fx.env.record_of(id);
+        assert_eq!(rec["state"], "removed");
+        assert!(rec["archive"]["location"].is_string(), "{rec:#}");
+        assert!(!wt.exists());
+        let log = stderr(&o);
+        let n = log
+            .lines()
+            .filter(|l| l.contains("git exited") && l.contains("args=status "))
+            .count();
+        (n, log)
+    };
+    let (n, log) = statuses_of(&included, &included_wt);
+    assert_eq!(n, 2, "include.path: status again:\n{log}");
+    fx.env.git(&fx.repo, &["config", "--unset", "include.path"]);
+    let (n, log) = statuses_of(&plain, &plain_wt);
+    assert_eq!(n, 1, "one git status in the retire:\n{log}");
+    assert!(log.contains("its status stands"), "{log}");
+}
+
+/// Waits until everything in worktree `wt`, its admin files and the
+/// repository's config last changed more than 200 ms ago (4x
+/// `plan::RACY_NS`). Not a sleep against another process: the margin is
+/// about time itself, and the condition is checked, not assumed.
+fn settle(fx: &Fx, wt: &Path) {
+    let admin = fs::read_to_string(wt.join(".git")).unwrap();
+    let admin = PathBuf::from(admin.trim().strip_prefix("gitdir: ").unwrap());
+    let mut paths: Vec<PathBuf> = walk_paths(wt);
+    paths.extend(["index", "HEAD"].map(|f| admin.join(f)));
+    paths.push(fx.repo.join(".git").join("config"));
+    let mut newest = std::time::UNIX_EPOCH;
+    for p in paths {
+        let m = fs::symlink_metadata(&p).unwrap();
+        let c = std::time::UNIX_EPOCH
+            + std::time::Duration::new(m.ctime() as u64, m.ctime_nsec() as u32);
+        newest = newest.max(c).max(m.modified().unwrap());
+    }
+    while std::time::SystemTime::now()
+        .duration_since(newest)
+        .unwrap_or_default()
+        < std::time::Duration::from_millis(200)
+    {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// Every path under `dir` (not following symlinks), `dir` included.
+fn walk_paths(dir: &Path) -> Vec<PathBuf> {
+    let mut out = vec![dir.to_path_buf()];
+    let mut i = 0;
+    while i < out.len() {
+        let p = out[i].clone();
+        if fs::symlink_metadata(&p).is_ok_and(|m| m.is_dir()) {
+            for e in fs::read_dir(&p).unwrap().flatten() {
+                out.push(e.path());
+            }
+        }
+        i += 1;
+    }
+    out
 }
 
 #[test]

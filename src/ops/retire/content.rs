@@ -37,6 +37,8 @@ impl Engine {
         if let Some(h) = self.lfs_extensions(&locked.rg, &locked.wt)? {
             return Ok(Err(vec![h]));
         }
+        // Before git reads anything: what gate 7 compares.
+        locked.git_files = self.git_files(locked);
         let listed = ops::index_listing(&locked.rg, &locked.wt)?;
         if let Err(holds) =
             plan::gate_inventory(&locked.inventory, &git::parse::parse_gitlinks(&listed))
@@ -65,6 +67,71 @@ impl Engine {
         locked.status = Some(content.status);
         locked.provisioned = Some(content.provisioned);
         Ok(verdict)
+    }
+
+    /// The [`EntryStat`](evidence::EntryStat) of each file outside the tree
+    /// whose change could change what `git status` says of it: the
+    /// worktree's index, HEAD, `config.worktree` and sparse-checkout
+    /// patterns, the repository's config, `info/exclude`, `info/attributes`
+    /// and sparse-checkout patterns (gitignore(5), gitattributes(5),
+    /// git-sparse-checkout(1)); a missing file is all zeros. Files the
+    /// config names (`core.excludesFile`, `core.attributesFile`, included
+    /// config) and trusted filter drivers are not here: [`Engine::status_stands`]
+    /// refuses the shortcut when either is in play.
+    pub(super) fn git_files(&self, locked: &Locked) -> Vec<evidence::EntryStat> {
+        let common = Path::new(&locked.rec.repo);
+        let admin = &locked.admin;
+        [
+            admin.join("index"),
+            admin.join("HEAD"),
+            admin.join("config.worktree"),
+            admin.join("info").join("sparse-checkout"),
+            common.join("config"),
+            common.join("info").join("exclude"),
+            common.join("info").join("attributes"),
+            common.join("info").join("sparse-checkout"),
+        ]
+        .iter()
+        .map(|p| crate::os::walk::stat_of(p))
+        .collect()
+    }
+
+    /// Gate 7 after archiving: true if the `git status` gate 5 read still
+    /// describes the tree, so it need not run again: `walk` (a second walk)
+    /// and git's own files equal what gate 5 saw before its status
+    /// ([`plan::tree_unchanged`]), no trusted filter driver ran in that
+    /// status (a program whose output lease cannot see unchanged), and the
+    /// repository's config names no excludes, attributes or included
+    /// config file outside it (`core.excludesFile`, `core.attributesFile`,
+    /// `include.path`, `includeIf.*.path`: files this check does not stat).
+    pub(super) fn status_stands(
+        &self,
+        locked: &Locked,
+        walk: &evidence::Inventory,
+    ) -> Result<bool> {
+        let tree =
+            plan::tree_unchanged(&locked.inventory.stats, &walk.stats, locked.walk_started_ns);
+        let files = plan::tree_unchanged(
+            &locked.git_files,
+            &self.git_files(locked),
+            locked.walk_started_ns,
+        );
+        let filters = locked.rg.trusted().is_empty();
+        if !(tree && files && filters) {
+            tracing::debug!(
+                tree,
+                files,
+                no_trusted_filter = filters,
+                "gate 7: git status runs again"
+            );
+            return Ok(false);
+        }
+        let named = ops::config_names(
+            &locked.rg,
+            &locked.wt,
+            r"^(core\.(excludesfile|attributesfile)|include\.path|includeif\..*\.path)$",
+        )?;
+        Ok(named.is_empty())
     }
 
     /// The tree's bytes by class ([`DiskUsage::classify`]) from the walk

@@ -131,6 +131,8 @@ impl Engine {
             shadowed,
             status: None,
             provisioned: None,
+            walk_started_ns: 0,
+            git_files: Vec::new(),
         }))
     }
 
