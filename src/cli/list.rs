@@ -200,6 +200,18 @@ impl Filter {
         }
     }
 
+    /// Whether the listing can show a record of `records/removed/`: a
+    /// removed one, or a file there that cannot be read. When not, only
+    /// the live directory is read ([`Registry::scan_live`]), so the default
+    /// table costs what the live worktrees cost.
+    fn reads_removed(&self) -> bool {
+        if self.states.is_empty() {
+            self.removed
+        } else {
+            self.states.contains(&"removed") || self.states.contains(&"unreadable")
+        }
+    }
+
     fn keeps(&self, state: &str, repo: Option<&str>) -> bool {
         if !self.states.is_empty() && !self.states.contains(&state) {
             return false;
@@ -295,9 +307,14 @@ pub(super) fn list(ctx: &crate::ops::Ctx, a: &Args) -> Result<u8> {
         return Ok(exit::OK);
     };
     let reg = Registry::new(root);
-    // One scan, live and shelved records.
-    let mut loaded: Vec<Loaded> = reg
-        .scan()?
+    // One scan: of live and shelved records, or of the live ones alone
+    // when no removed one can be shown.
+    let scanned = if filter.reads_removed() {
+        reg.scan()?
+    } else {
+        reg.scan_live()?
+    };
+    let mut loaded: Vec<Loaded> = scanned
         .into_iter()
         .filter(|l| match l {
             Loaded::Ok(r) => filter.keeps(r.state.name(), Some(&r.repo)),
@@ -419,6 +436,32 @@ mod tests {
         assert_eq!(age("2026-12-02T09:00:00Z", now), "3h");
         assert_eq!(age("2026-11-27T12:00:00Z", now), "5d");
         assert_eq!(age("garbage", now), "-");
+    }
+
+    #[test]
+    fn only_a_listing_that_can_show_removed_records_reads_them() {
+        let args = |states: &[StateArg], all: bool, json: bool| Args {
+            state: states.to_vec(),
+            repo: None,
+            all,
+            bytes: false,
+            json,
+        };
+        let reads = |a: Args| Filter::of(&a).reads_removed();
+        assert!(!reads(args(&[], false, false)), "the default table");
+        assert!(reads(args(&[], true, false)), "--all");
+        assert!(reads(args(&[], false, true)), "--json lists them");
+        assert!(
+            !reads(args(&[StateArg::Active], true, true)),
+            "--state active"
+        );
+        assert!(reads(args(&[StateArg::Removed], false, false)));
+        assert!(reads(args(&[StateArg::Unreadable], false, false)));
+        assert!(reads(args(
+            &[StateArg::Active, StateArg::Removed],
+            false,
+            true
+        )));
     }
 
     #[test]

@@ -217,3 +217,39 @@ fn unsafe_state_root_is_refused() {
         "nothing created under an unsafe root"
     );
 }
+
+/// The default table reads only `records/`: a removed record (shelved in
+/// `records/removed/`) and a bad file there show with `--all`, `--state`
+/// and `--json`, never in the table without them.
+#[test]
+fn the_default_table_reads_only_live_records() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let o = env
+        .lease()
+        .current_dir(&repo)
+        .args(["exec", "--", "true"])
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+    let id = env.record()["id"].as_str().unwrap().to_string();
+    let shelf = env.state.join("records").join("removed");
+    assert!(shelf.join(format!("{id}.json")).exists(), "shelved");
+    fs::write(shelf.join("dddddddddddddddddddddddddddddddd.json"), "{").unwrap();
+    let table = |args: &[&str]| stdout(&env.lease().args(args).output().unwrap());
+    let t = table(&["list"]);
+    assert!(t.contains("no records"), "{t}");
+    let t = table(&["list", "--all"]);
+    assert!(t.contains(&id[..8]) && t.contains("dddddddd"), "{t}");
+    let t = table(&["list", "--state", "unreadable"]);
+    assert!(t.contains("dddddddd") && !t.contains(&id[..8]), "{t}");
+    let v: serde_json::Value = serde_json::from_slice(
+        &env.lease()
+            .args(["list", "--json"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    assert_eq!(v.as_array().unwrap().len(), 2, "{v:#}");
+}
