@@ -194,7 +194,7 @@ def short_argv(argv, tmp):
         if a == "-c" and i + 1 < len(argv) and "fsck" not in argv[i + 1]:
             skip = True
             continue
-        if a in ("--no-optional-locks", "--no-replace-objects"):
+        if a in ("--no-pager", "--no-optional-locks", "--no-replace-objects"):
             continue
         if tmp and a.startswith(tmp):
             a = "…/" + os.path.basename(a)
@@ -1674,7 +1674,7 @@ def spawn_section(w, runs, main, meta):
         ws = total(gits(s_)) + (own_ or 0) + (s_["fsync_ms"] or 0)
         w("### %s, on %s" % (label, main.fs))
         w("")
-        w("| # | command (lease's fixed `-c` overrides and `--no-optional-locks --no-replace-objects` left out) | ms | share of git + own CPU + fsync |")
+        w("| # | command (lease's fixed `-c` overrides and `--no-pager --no-optional-locks --no-replace-objects` left out) | ms | share of git + own CPU + fsync |")
         w("|---|---|---|---|")
         for i, x in enumerate(s_["spawns"], 1):
             nest = ("<br>↳ " + "<br>↳ ".join(y.replace("|", "\\|") for y in x["nested"])) if x["nested"] else ""
