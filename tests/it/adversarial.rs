@@ -1188,6 +1188,11 @@ fn c12_git_locks_and_operations_in_progress() {
 
 /// Runs a retire paused at `step`, lets `tamper` act, resumes, and returns the output.
 fn paused_retire(fx: &Fx, id: &str, step: &str, tamper: impl FnOnce()) -> Output {
+    paused_retire_with(fx, &[id], step, tamper)
+}
+
+/// [`paused_retire`] of `lease retire --json ARGS...`.
+fn paused_retire_with(fx: &Fx, args: &[&str], step: &str, tamper: impl FnOnce()) -> Output {
     let fi = fx.env.file(&format!("fi-{step}"));
     // A fresh directory each time: a second pause at the same step must not
     // see the first one's files.
@@ -1196,7 +1201,8 @@ fn paused_retire(fx: &Fx, id: &str, step: &str, tamper: impl FnOnce()) -> Output
     let mut c = fx.env.lease();
     c.env("LEASE_FI_PAUSE", step)
         .env("LEASE_FI_DIR", &fi)
-        .args(["retire", "--json", id])
+        .args(["retire", "--json"])
+        .args(args)
         .stdout(std::process::Stdio::piped());
     let bg = Bg(Some(c.spawn().unwrap()));
     wait_until(&format!("pause at {step}"), || {
@@ -2678,6 +2684,41 @@ fn gate7_a_settled_tree_that_did_not_move_keeps_gate_5_s_status() {
     let (n, log) = statuses_of(&plain, &plain_wt);
     assert_eq!(n, 1, "one git status in the retire:\n{log}");
     assert!(log.contains("its status stands"), "{log}");
+}
+
+/// Gate 7 compares the files git reads outside the repository too: the
+/// user's default excludes file (`~/.config/git/ignore`, read when
+/// `core.excludesFile` is unset) loses its rule while the bundle is made,
+/// so declared rebuildable output is no longer ignored but untracked: the
+/// status runs again and the retire holds instead of deleting it.
+#[test]
+fn gate7_a_user_excludes_file_that_changed_runs_the_status_again() {
+    let fx = Fx::new();
+    fx.env.git(&fx.repo, &["config", "--unset", "include.path"]);
+    let ignore = fx
+        .env
+        .root
+        .join("home")
+        .join(".config")
+        .join("git")
+        .join("ignore");
+    fs::create_dir_all(ignore.parent().unwrap()).unwrap();
+    fs::write(&ignore, "out/\n").unwrap();
+    let (id, wt) = fx.worktree(
+        "git checkout -q --detach && echo a > a && git add a && git commit -qm a \
+         && mkdir out && echo x > out/x",
+    );
+    settle(&fx, &wt);
+    let o = paused_retire_with(
+        &fx,
+        &["--rebuildable", "out", &id],
+        "archive-written",
+        || fs::write(&ignore, "").unwrap(),
+    );
+    assert_code(&o, 1);
+    assert_eq!(reasons(&o), ["untracked"], "{}", stdout(&o));
+    assert!(wt.join("out").join("x").exists(), "not deleted");
+    assert_eq!(fx.env.record_of(&id)["state"], "terminal");
 }
 
 /// Waits until everything in worktree `wt`, its admin files and the

@@ -73,7 +73,13 @@ impl Engine {
     /// whose change could change what `git status` says of it: the
     /// worktree's index, HEAD, `config.worktree` and sparse-checkout
     /// patterns, the repository's config, `info/exclude`, `info/attributes`
-    /// and sparse-checkout patterns (gitignore(5), gitattributes(5),
+    /// and sparse-checkout patterns, the user's default excludes and
+    /// attributes files (`$HOME/.config/git/ignore` and `attributes`, which
+    /// git reads when `core.excludesFile` and `core.attributesFile` are
+    /// unset: the sanitized git keeps `HOME` and drops `XDG_CONFIG_HOME`),
+    /// and the system attributes file (`etc/gitattributes` beside git's
+    /// prefix, `/etc` and `/usr/local/etc`: git reads it unless
+    /// `GIT_ATTR_NOSYSTEM` is set) (gitignore(5), gitattributes(5),
     /// git-sparse-checkout(1)); a missing file is all zeros. Files the
     /// config names (`core.excludesFile`, `core.attributesFile`, included
     /// config) and trusted filter drivers are not here: [`Engine::status_stands`]
@@ -81,7 +87,7 @@ impl Engine {
     pub(super) fn git_files(&self, locked: &Locked) -> Vec<evidence::EntryStat> {
         let common = Path::new(&locked.rec.repo);
         let admin = &locked.admin;
-        [
+        let mut files = vec![
             admin.join("index"),
             admin.join("HEAD"),
             admin.join("config.worktree"),
@@ -90,10 +96,18 @@ impl Engine {
             common.join("info").join("exclude"),
             common.join("info").join("attributes"),
             common.join("info").join("sparse-checkout"),
-        ]
-        .iter()
-        .map(|p| crate::os::walk::stat_of(p))
-        .collect()
+            std::path::PathBuf::from("/etc/gitattributes"),
+            std::path::PathBuf::from("/usr/local/etc/gitattributes"),
+        ];
+        if let Some(prefix) = self.git.path().parent().and_then(Path::parent) {
+            files.push(prefix.join("etc").join("gitattributes"));
+        }
+        if let Some(home) = std::env::var_os("HOME").filter(|h| !h.is_empty()) {
+            let user = Path::new(&home).join(".config").join("git");
+            files.push(user.join("ignore"));
+            files.push(user.join("attributes"));
+        }
+        files.iter().map(|p| crate::os::walk::stat_of(p)).collect()
     }
 
     /// Gate 7 after archiving: true if the `git status` gate 5 read still
