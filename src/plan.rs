@@ -362,6 +362,25 @@ pub fn gate_protected(wt: &std::path::Path, p: &Protected) -> Result<(), Hold> {
 /// ticks or more, of the walk is treated as unproven.
 pub const RACY_NS: i128 = 50_000_000;
 
+/// statfs(2) `f_type` of the filesystems whose times gate 7 may compare
+/// (`linux/magic.h`): ext2/3/4, xfs, btrfs, tmpfs, f2fs, local and
+/// kernel-stamped. Network and FUSE filesystems may answer from an
+/// attribute cache or let a process set ctime (FAT keeps no ctime of its
+/// own), so a second walk there proves nothing.
+pub const STAT_COMPARE_FS: [u64; 5] = [0xEF53, 0x5846_5342, 0x9123_683E, 0x0102_1994, 0xF2F5_2010];
+
+/// True if the times of `first` (a walk of a tree on the filesystem of
+/// type `magic`) can show a change: the filesystem is one of
+/// [`STAT_COMPARE_FS`] and some entry has a sub-second part in its mtime
+/// or ctime (ext4 with 128-byte inodes, and ext2/3, keep whole seconds,
+/// within which a same-size rewrite leaves every time as it was).
+pub fn stat_times_trusted(magic: Option<u64>, first: &[EntryStat]) -> bool {
+    magic.is_some_and(|m| STAT_COMPARE_FS.contains(&m))
+        && first
+            .iter()
+            .any(|e| e.mtime_ns % 1_000_000_000 != 0 || e.ctime_ns % 1_000_000_000 != 0)
+}
+
 /// Gate 7 without a second `git status`: true only if `second` (a walk
 /// after archiving, or git's own files then) is `first` (gate 5's, taken
 /// before its `git status` ran) entry for entry, and every entry of `first`

@@ -519,19 +519,21 @@ impl Engine {
         if archive.is_some() {
             let walk = crate::os::walk::inventory(&locked.top);
             // The status gate 5 read is still the tree's when a second walk
-            // and git's own files show nothing changed since before it ran.
-            if self.status_stands(locked, &walk)? {
+            // and git's own files show nothing changed since before it ran;
+            // every other content probe (hidden index edits, provisioned
+            // files, operations in progress) runs again either way.
+            let kept = if self.status_stands(locked, &walk)? {
                 tracing::info!(id = %locked.rec.id, "gate 7: the tree and git's files are as gate 5 saw them; its status stands");
-                if let Err(holds) = plan::gate_inventory(&walk, &[]) {
-                    return Ok(Err(holds));
-                }
-                return self.refresh_rest(locked, archive);
-            }
+                locked.status.clone()
+            } else {
+                None
+            };
             let mut content = self.probe_content(
                 &locked.rg,
                 &locked.wt,
                 &locked.admin,
                 None,
+                kept,
                 &locked.shadowed,
                 &locked.rec.provisioned,
             )?;

@@ -142,13 +142,17 @@ fn entry_stat(st: &rustix::fs::Statx) -> EntryStat {
     let ns = |t: &rustix::fs::StatxTimestamp| {
         i128::from(t.tv_sec) * 1_000_000_000 + i128::from(t.tv_nsec)
     };
+    // A filesystem that does not report a time gives one that never
+    // counts as settled (plan::tree_unchanged).
+    let both = (StatxFlags::MTIME | StatxFlags::CTIME).bits();
+    let times = st.stx_mask & both == both;
     EntryStat {
         dev: rustix::fs::makedev(st.stx_dev_major, st.stx_dev_minor),
         ino: st.stx_ino,
         mode: u32::from(st.stx_mode),
         size: st.stx_size,
-        mtime_ns: ns(&st.stx_mtime),
-        ctime_ns: ns(&st.stx_ctime),
+        mtime_ns: if times { ns(&st.stx_mtime) } else { i128::MAX },
+        ctime_ns: if times { ns(&st.stx_ctime) } else { i128::MAX },
     }
 }
 

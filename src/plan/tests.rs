@@ -854,3 +854,38 @@ fn gate_7_keeps_gate_5_s_status_only_for_a_settled_unchanged_tree() {
         assert!(!tree_unchanged(&v, &v.clone(), started), "{racy:?}");
     }
 }
+
+#[test]
+fn gate_7_compares_times_only_on_local_filesystems_with_sub_second_times() {
+    let e = |mtime_ns: i128, ctime_ns: i128| EntryStat {
+        dev: 1,
+        ino: 2,
+        mode: 0o100644,
+        size: 3,
+        mtime_ns,
+        ctime_ns,
+    };
+    let fine = [
+        e(1_000_000_000, 2_000_000_000),
+        e(5_000_000_123, 5_000_000_123),
+    ];
+    let whole = [
+        e(1_000_000_000, 2_000_000_000),
+        e(5_000_000_000, 5_000_000_000),
+    ];
+    for m in STAT_COMPARE_FS {
+        assert!(stat_times_trusted(Some(m), &fine), "{m:#x}");
+        assert!(
+            !stat_times_trusted(Some(m), &whole),
+            "{m:#x}: whole seconds"
+        );
+    }
+    // NFS, FUSE, an unknown filesystem, none read: never.
+    for m in [Some(0x6969), Some(0x6573_5546), Some(0x1234), None] {
+        assert!(!stat_times_trusted(m, &fine), "{m:?}");
+    }
+    assert!(
+        !stat_times_trusted(Some(0x0102_1994), &[]),
+        "nothing walked"
+    );
+}

@@ -51,6 +51,7 @@ impl Engine {
             &locked.wt,
             &locked.admin,
             Some(listed),
+            None,
             &locked.shadowed,
             &locked.rec.provisioned,
         )?;
@@ -88,6 +89,9 @@ impl Engine {
         let common = Path::new(&locked.rec.repo);
         let admin = &locked.admin;
         let mut files = vec![
+            // Any file made or removed in the admin directory (an
+            // operation's state: BISECT_LOG, MERGE_HEAD, index.lock).
+            admin.to_path_buf(),
             admin.join("index"),
             admin.join("HEAD"),
             admin.join("config.worktree"),
@@ -123,8 +127,9 @@ impl Engine {
         locked: &Locked,
         walk: &evidence::Inventory,
     ) -> Result<bool> {
-        let tree =
-            plan::tree_unchanged(&locked.inventory.stats, &walk.stats, locked.walk_started_ns);
+        let magic = crate::os::atomic::fs_magic(&locked.wt).ok();
+        let tree = plan::stat_times_trusted(magic, &locked.inventory.stats)
+            && plan::tree_unchanged(&locked.inventory.stats, &walk.stats, locked.walk_started_ns);
         let files = plan::tree_unchanged(
             &locked.git_files,
             &self.git_files(locked),
@@ -216,17 +221,24 @@ impl Engine {
     }
 
     /// Gate 5's evidence: status with untracked and ignored files forced
-    /// visible, hidden index edits, operations in progress.
+    /// visible, hidden index edits, operations in progress. `status` is a
+    /// status already read that still stands (gate 7, [`Engine::status_stands`]);
+    /// `None` runs git's.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn probe_content(
         &self,
         rg: &RepoGit,
         wt: &Path,
         admin: &Path,
         listed: Option<Vec<u8>>,
+        status: Option<Vec<evidence::StatusEntry>>,
         shadowed: &[evidence::TrustedFilter],
         provisioned: &[crate::model::record::Provisioned],
     ) -> Result<evidence::ContentEvidence> {
-        let status = ops::status(rg, wt)?;
+        let status = match status {
+            Some(s) => s,
+            None => ops::status(rg, wt)?,
+        };
         let listed = match listed {
             Some(l) => l,
             None => ops::index_listing(rg, wt)?,
