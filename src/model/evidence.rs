@@ -231,8 +231,9 @@ pub struct Inventory {
 /// the entry's own size, mtime or ctime, or its directory's; a chmod,
 /// chown or link count change its ctime; and no process can set a ctime
 /// (stat(2), inode(7): it is the kernel's clock at the last change), so
-/// two walks that see the same list saw the same tree.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// two walks that see the same list saw the same tree. `Default` (all
+/// zeros) stands for a file that does not exist.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct EntryStat {
     /// `st_dev`.
     pub dev: u64,

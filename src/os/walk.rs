@@ -127,14 +127,7 @@ pub fn stat_of(path: &Path) -> EntryStat {
         WALK_FIELDS,
     )
     .map(|st| entry_stat(&st))
-    .unwrap_or(EntryStat {
-        dev: 0,
-        ino: 0,
-        mode: 0,
-        size: 0,
-        mtime_ns: 0,
-        ctime_ns: 0,
-    })
+    .unwrap_or_default()
 }
 
 /// The [`EntryStat`] of a `statx` result.
