@@ -245,11 +245,13 @@ fn wait_and_end(a: &KeeperArgs, h: Holding) -> Result<()> {
         at: crate::model::fmt::now(),
         head,
         error: None,
-        holders,
+        holders: Vec::new(),
         note: Some(crate::model::record::BOUND_EXITED.into()),
     };
-    let (state, intent) =
-        crate::ops::launcher::end_session(&reg, &a.id, std::process::id(), &outcome, None)?;
+    let (state, intent, _) =
+        crate::ops::launcher::end_session(&reg, &a.id, std::process::id(), outcome, None, |_| {
+            holders
+        })?;
     if state == State::Terminal
         && let Some(intent) = intent
     {

@@ -215,6 +215,62 @@ fn a_launcher_ends_its_own_session_not_a_later_one() {
 }
 
 #[test]
+fn a_session_that_ends_beside_another_names_the_other_launcher_as_a_holder() {
+    // The command of the second session exits while the first still runs:
+    // its outcome names who still holds the lease, the first launcher and
+    // its command (found by a scan of every process, which runs only when
+    // the record shows another live session or a descendant was left).
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let wt = env.file("wt");
+    env.add_worktree(&repo, "w", &wt);
+    let w = wt.to_str().unwrap();
+    let (bg, child) = env.spawn_holder(&["--adopt", w]);
+    let o = env
+        .lease()
+        .args(["exec", "--adopt", w, "--", "true"])
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+    let rec = env.record();
+    let mut holders: Vec<u64> = rec["outcome"]["holders"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p.as_u64().unwrap())
+        .collect();
+    holders.sort_unstable();
+    let mut want = vec![u64::from(bg.pid()), u64::from(child)];
+    want.sort_unstable();
+    assert_eq!(holders, want, "{rec:#}");
+    assert!(
+        stderr(&o).contains("still hold the lease"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(rec["state"], "active", "the first session runs on: {rec:#}");
+    drop(bg);
+}
+
+#[test]
+fn a_lone_session_that_leaves_nothing_running_names_no_holder() {
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let wt = env.file("wt");
+    env.add_worktree(&repo, "w", &wt);
+    let o = env
+        .lease()
+        .args(["exec", "--adopt", wt.to_str().unwrap(), "--", "true"])
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+    let rec = env.record();
+    assert!(rec["outcome"]["holders"].is_null(), "none: {rec:#}");
+    assert!(!stderr(&o).contains("still hold"), "{}", stderr(&o));
+    assert_eq!(rec["state"], "terminal", "{rec:#}");
+}
+
+#[test]
 fn a_command_killed_by_term_shows_143_in_a_shell() {
     let env = TestEnv::new();
     let repo = env.repo();
