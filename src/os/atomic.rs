@@ -23,15 +23,39 @@ pub fn make_private_dir(path: &Path) -> Result<()> {
 /// group or other permissions; with `canonical`, also that no ancestor is a
 /// symlink (the path equals its canonical form).
 pub fn check_private_dir(path: &Path, canonical: bool) -> Result<()> {
+    let meta = fs::symlink_metadata(path).at(path)?;
+    check_private_meta(path, &meta, canonical)
+}
+
+/// [`make_private_dir`] then [`check_private_dir`] in one `lstat` when the
+/// directory exists (every call but the first in a state root's life):
+/// `mkdir` runs only when the `lstat` finds nothing.
+pub fn ensure_private_dir(path: &Path, canonical: bool) -> Result<()> {
+    let meta = match fs::symlink_metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            make_private_dir(path)?;
+            fs::symlink_metadata(path).at(path)?
+        }
+        found => found.at(path)?,
+    };
+    check_private_meta(path, &meta, canonical)
+}
+
+/// [`check_private_dir`] on `meta`, the `lstat` of `path`. The canonical
+/// check needs no `realpath(3)` (one `readlink` per component): `path` is
+/// canonical exactly when it is absolute, has no `.` or `..` component, and
+/// neither it (`meta`) nor any ancestor is a symlink, and every ancestor is
+/// `lstat`ed anyway for its owner and mode.
+fn check_private_meta(path: &Path, meta: &fs::Metadata, canonical: bool) -> Result<()> {
     let unsafe_dir = |problem: String| Error::UnsafeDir {
         path: path.to_path_buf(),
         problem,
     };
-    let meta = fs::symlink_metadata(path).at(path)?;
     if !meta.file_type().is_dir() {
         return Err(unsafe_dir("not a directory (a symlink or a file)".into()));
     }
-    if meta.uid() != crate::os::process::euid() {
+    let me = crate::os::process::euid();
+    if meta.uid() != me {
         return Err(unsafe_dir(format!("owned by uid {}", meta.uid())));
     }
     if meta.mode() & 0o077 != 0 {
@@ -40,25 +64,39 @@ pub fn check_private_dir(path: &Path, canonical: bool) -> Result<()> {
             meta.mode() & 0o7777
         )));
     }
-    if canonical && fs::canonicalize(path).at(path)? != path {
-        return Err(unsafe_dir(
-            "reached through a symlink or `..`; use its physical path".into(),
-        ));
+    if !canonical {
+        return Ok(());
     }
-    if canonical {
-        for a in path.ancestors().skip(1) {
-            let m = fs::symlink_metadata(a).at(a)?;
-            if !is_safe_ancestor(m.uid(), m.mode(), crate::os::process::euid()) {
-                return Err(unsafe_dir(format!(
-                    "its ancestor `{}` (uid {}, mode {:o}) lets others rename it away",
-                    a.display(),
-                    m.uid(),
-                    m.mode() & 0o7777
-                )));
-            }
+    let through_symlink =
+        || unsafe_dir("reached through a symlink or `..`; use its physical path".into());
+    if !is_plain_absolute(path) {
+        return Err(through_symlink());
+    }
+    for a in path.ancestors().skip(1) {
+        let m = fs::symlink_metadata(a).at(a)?;
+        if !m.file_type().is_dir() {
+            return Err(through_symlink());
+        }
+        if !is_safe_ancestor(m.uid(), m.mode(), me) {
+            return Err(unsafe_dir(format!(
+                "its ancestor `{}` (uid {}, mode {:o}) lets others rename it away",
+                a.display(),
+                m.uid(),
+                m.mode() & 0o7777
+            )));
         }
     }
     Ok(())
+}
+
+/// True if `path` is absolute with only plain names after the root: no `.`
+/// or `..` (which [`Path::components`] keeps, apart from a `.` it drops
+/// inside a path), so only symlinks could make it differ from its canonical
+/// form.
+fn is_plain_absolute(path: &Path) -> bool {
+    use std::path::Component;
+    let mut c = path.components();
+    c.next() == Some(Component::RootDir) && c.all(|c| matches!(c, Component::Normal(_)))
 }
 
 /// Returns true if an ancestor directory cannot be used by another user to
@@ -261,6 +299,55 @@ pub fn fs_magic(path: &Path) -> Result<u64> {
 mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn a_private_dir_is_canonical_only_without_symlinks_or_dots_on_its_way() {
+        let t = tempfile::tempdir().unwrap();
+        let base = fs::canonicalize(t.path()).unwrap();
+        if !is_safe_ancestor_path(&base) {
+            crate::testing::skip("the temporary directory's ancestors are not safe ones here");
+            return;
+        }
+        let real = base.join("real");
+        ensure_private_dir(&real, true).unwrap();
+        assert!(real.is_dir(), "created");
+        ensure_private_dir(&real, true).unwrap();
+        check_private_dir(&real, true).unwrap();
+        let inner = real.join("inner");
+        make_private_dir(&inner).unwrap();
+        check_private_dir(&inner, true).unwrap();
+        std::os::unix::fs::symlink(&real, base.join("link")).unwrap();
+        let unsafe_ = |p: &Path| {
+            matches!(
+                check_private_dir(p, true),
+                Err(Error::UnsafeDir { ref problem, .. }) if problem.contains("physical path")
+            )
+        };
+        // An ancestor that is a symlink, and a `..` component.
+        assert!(unsafe_(&base.join("link/inner")), "symlinked ancestor");
+        assert!(unsafe_(&inner.join("../inner")), "a `..` component");
+        // Not canonical-checked: the same directory passes by its own lstat.
+        check_private_dir(&base.join("link/inner"), false).unwrap();
+        // The last component a symlink is not a directory at all.
+        assert!(matches!(
+            check_private_dir(&base.join("link"), false),
+            Err(Error::UnsafeDir { ref problem, .. }) if problem.contains("not a directory")
+        ));
+        assert!(!is_plain_absolute(Path::new("relative/dir")));
+        assert!(
+            is_plain_absolute(Path::new("/a/./b")),
+            "`.` inside is dropped"
+        );
+        assert!(!is_plain_absolute(Path::new("/a/../b")));
+    }
+
+    /// True if every ancestor of `dir` passes [`is_safe_ancestor`].
+    fn is_safe_ancestor_path(dir: &Path) -> bool {
+        dir.ancestors().all(|a| {
+            fs::symlink_metadata(a)
+                .is_ok_and(|m| is_safe_ancestor(m.uid(), m.mode(), crate::os::process::euid()))
+        })
+    }
 
     #[test]
     fn lock_private_creates_0600_and_never_follows_a_symlink() {

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::error::{Error, IoResultExt, Result};
-use crate::os::atomic::{check_private_dir, make_private_dir};
+use crate::os::atomic::{check_private_dir, ensure_private_dir, make_private_dir};
 use crate::policy::Policy;
 
 /// statfs(2) `f_type` values of network filesystems whose flock is not
@@ -68,12 +68,11 @@ impl StateRoot {
         if let Some(parent) = path.parent() {
             fs::create_dir_all(parent).at_do("cannot create", parent)?;
         }
-        make_private_dir(&path)?;
         let root = StateRoot {
             path,
             policy: Arc::clone(policy),
         };
-        check_private_dir(&root.path, true)?;
+        ensure_private_dir(&root.path, true)?;
         check_local_fs(&root.path)?;
         for sub in [
             root.records(),
@@ -82,13 +81,11 @@ impl StateRoot {
             root.scratch(),
             root.locks(),
         ] {
-            make_private_dir(&sub)?;
-            check_private_dir(&sub, false)?;
+            ensure_private_dir(&sub, false)?;
         }
         let wt = root.worktrees();
         if wt.parent() == Some(root.path.as_path()) {
-            make_private_dir(&wt)?;
-            check_private_dir(&wt, false)?;
+            ensure_private_dir(&wt, false)?;
         } else {
             // A configured root elsewhere: its parents are created as usual,
             // it is 0700, and no ancestor may be a symlink.
