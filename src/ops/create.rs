@@ -224,12 +224,9 @@ fn abandon_tree(reg: &Registry, git: Git, p: Prepared, why: &str) -> Error {
     };
     drop(p.child_fd);
     drop(p.own_fd);
-    let ended =
-        crate::ops::launcher::end_session(reg, &p.id, std::process::id(), outcome, None, |_| {
-            Vec::new()
-        });
+    let ended = crate::ops::launcher::end_session(reg, &p.id, std::process::id(), &outcome, None);
     let fate = match ended {
-        Ok((State::Terminal, _, _)) => {
+        Ok((State::Terminal, _)) => {
             let t = Engine::new(reg.clone(), git, false).retire(&p.id);
             match t.disposition {
                 crate::model::reason::Disposition::Removed => {

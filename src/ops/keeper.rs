@@ -245,13 +245,11 @@ fn wait_and_end(a: &KeeperArgs, h: Holding) -> Result<()> {
         at: crate::model::fmt::now(),
         head,
         error: None,
-        holders: Vec::new(),
+        holders,
         note: Some(crate::model::record::BOUND_EXITED.into()),
     };
-    let (state, intent, _) =
-        crate::ops::launcher::end_session(&reg, &a.id, std::process::id(), outcome, None, |_| {
-            holders
-        })?;
+    let (state, intent) =
+        crate::ops::launcher::end_session(&reg, &a.id, std::process::id(), &outcome, None)?;
     if state == State::Terminal
         && let Some(intent) = intent
     {

@@ -89,14 +89,22 @@ fn check_private_meta(path: &Path, meta: &fs::Metadata, canonical: bool) -> Resu
     Ok(())
 }
 
-/// True if `path` is absolute with only plain names after the root: no `.`
-/// or `..` (which [`Path::components`] keeps, apart from a `.` it drops
-/// inside a path), so only symlinks could make it differ from its canonical
-/// form.
+/// True if `path` is absolute with only plain names after the root, spelled
+/// as [`Path::components`] would rebuild it: no `..`, no `.`, no doubled or
+/// trailing `/`. `lstat` follows a symlink named with a trailing `/` or
+/// `/.` (path_resolution(7)), and `components` drops both, so they must not
+/// pass: only symlinks could then make the path differ from its canonical
+/// form, and every component is `lstat`ed for that.
 fn is_plain_absolute(path: &Path) -> bool {
     use std::path::Component;
     let mut c = path.components();
-    c.next() == Some(Component::RootDir) && c.all(|c| matches!(c, Component::Normal(_)))
+    c.next() == Some(Component::RootDir)
+        && c.all(|c| matches!(c, Component::Normal(_)))
+        && path
+            .components()
+            .collect::<std::path::PathBuf>()
+            .as_os_str()
+            == path.as_os_str()
 }
 
 /// Returns true if an ancestor directory cannot be used by another user to
@@ -333,12 +341,15 @@ mod tests {
             check_private_dir(&base.join("link"), false),
             Err(Error::UnsafeDir { ref problem, .. }) if problem.contains("not a directory")
         ));
+        // A trailing `/` or `/.` makes lstat follow the last symlink.
+        assert!(unsafe_(&base.join("link/")), "a trailing slash");
+        assert!(unsafe_(&base.join("link/.")), "a trailing `/.`");
         assert!(!is_plain_absolute(Path::new("relative/dir")));
-        assert!(
-            is_plain_absolute(Path::new("/a/./b")),
-            "`.` inside is dropped"
-        );
+        assert!(!is_plain_absolute(Path::new("/a/./b")));
+        assert!(!is_plain_absolute(Path::new("/a//b")));
         assert!(!is_plain_absolute(Path::new("/a/../b")));
+        assert!(is_plain_absolute(Path::new("/a/b")));
+        assert!(is_plain_absolute(Path::new("/")));
     }
 
     /// True if every ancestor of `dir` passes [`is_safe_ancestor`].

@@ -90,12 +90,51 @@ fn open_existing_flags() -> i32 {
 
 /// Takes a shared lock without blocking. `Ok(false)` means a retire holds it
 /// exclusively right now.
+///
+/// A busy lock is tried once more after [`PROBE_GRACE`]: the end of a
+/// session probes the lease with `LOCK_EX|LOCK_NB` for the microseconds
+/// between a flock(2) and a close(2) ([`held_by_another`]), and a join or
+/// launch that lands in them must not be refused as if a retire held it. A
+/// retire holds the lock through its gates, far longer.
 pub fn try_shared(f: &File) -> std::io::Result<bool> {
+    match f.try_lock_shared() {
+        Ok(()) => return Ok(true),
+        Err(TryLockError::WouldBlock) => {}
+        Err(TryLockError::Error(e)) => return Err(e),
+    }
+    std::thread::sleep(PROBE_GRACE);
     match f.try_lock_shared() {
         Ok(()) => Ok(true),
         Err(TryLockError::WouldBlock) => Ok(false),
         Err(TryLockError::Error(e)) => Err(e),
     }
+}
+
+/// How long [`try_shared`] waits before its second try: many times the
+/// few microseconds [`held_by_another`] holds its probe, even on a loaded
+/// machine.
+pub const PROBE_GRACE: std::time::Duration = std::time::Duration::from_millis(5);
+
+/// Returns true unless nothing but this process's probe holds a flock on
+/// `lease` right now: a fresh open (the checks of [`open_checked`]) takes
+/// `LOCK_EX|LOCK_NB` and closes at once. A busy lock, a lock error or a
+/// lease file that fails its checks all count as held (the caller then
+/// looks closer), so only a lock granted means "nobody".
+///
+/// What the end of a `lease exec` session asks once its own descriptors
+/// are closed, instead of reading `/proc/locks`: that file's first read in
+/// a process takes the kernel's flock table lock for writing
+/// (`percpu_down_write` in fs/locks.c, an RCU grace period), 6 to 20 ms
+/// measured on Linux 6.18, and blocks every flock(2) on the machine
+/// meanwhile. flock(2) answers the same question for this one file: its
+/// exclusive lock is granted only when no other open file description
+/// holds one. [`try_shared`] tries again after [`PROBE_GRACE`], so a join
+/// that meets the probe is not refused.
+pub fn held_by_another(lease: &FileId, uid: u32) -> bool {
+    let Ok(f) = open_checked(lease, uid) else {
+        return true;
+    };
+    !matches!(try_exclusive(&f), LockOutcome::Acquired)
 }
 
 /// Takes a shared lock, waiting for a running retire to finish deciding.
@@ -187,6 +226,45 @@ mod tests {
         let c = open_checked(&id, uid).unwrap();
         assert!(!try_shared(&c).unwrap(), "the retirer holds it exclusively");
         drop(x);
+    }
+
+    #[test]
+    fn the_end_probe_sees_any_other_holder_and_a_join_outlasts_the_probe() {
+        let t = tempfile::tempdir().unwrap();
+        let p = t.path().join("x.lease");
+        let (f, id) = create(&p).unwrap();
+        let uid = crate::os::process::euid();
+        assert!(!held_by_another(&id, uid), "nobody holds it");
+        // Any other open file description with a lock, shared or not.
+        let other = open_checked(&id, uid).unwrap();
+        assert!(try_shared(&other).unwrap());
+        assert!(held_by_another(&id, uid), "a shared holder");
+        drop(other);
+        // A lease file that fails its checks counts as held (look closer).
+        let moved = FileId {
+            ino: id.ino + 1,
+            ..id.clone()
+        };
+        assert!(held_by_another(&moved, uid), "another inode by that name");
+        // An exclusive lock held past the grace (a retire's) is refused on
+        // the second try too; the probe's own lasts microseconds.
+        let x = open_checked(&id, uid).unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !matches!(try_exclusive(&x), LockOutcome::Acquired) {
+            // A forked, not yet exec'd child of another test may hold a copy.
+            assert!(std::time::Instant::now() < deadline, "never free");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        let joiner = open_checked(&id, uid).unwrap();
+        let asked = std::time::Instant::now();
+        assert!(!try_shared(&joiner).unwrap(), "a retire holds it");
+        assert!(
+            asked.elapsed() >= PROBE_GRACE,
+            "tried again after the grace"
+        );
+        drop(x);
+        drop(joiner);
+        drop(f);
     }
 
     #[test]

@@ -220,26 +220,6 @@ pub fn wait_any() -> io::Result<Option<(u32, Ended)>> {
     }
 }
 
-/// Returns true if this process has a child process: running, stopped, or a
-/// zombie not yet waited for. One `waitid(P_ALL, WEXITED | WNOHANG |
-/// WNOWAIT)` (waitid(2)): it waits for nothing and reaps nothing; `ECHILD`
-/// means there is none. Any other error counts as a child (a caller that
-/// skips work on `false` then does it).
-///
-/// A launcher is its command's child subreaper (`PR_SET_CHILD_SUBREAPER`,
-/// prctl(2)), so once the command has exited every descendant still
-/// running has been re-parented to it: no child means no descendant.
-pub fn has_children() -> bool {
-    use rustix::process::{WaitId, WaitIdOptions, waitid};
-    !matches!(
-        waitid(
-            WaitId::All,
-            WaitIdOptions::EXITED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT,
-        ),
-        Err(rustix::io::Errno::CHILD)
-    )
-}
-
 /// Dies of signal `sig` the way the command did: core dumps off, the default
 /// disposition restored, the signal raised. Returns only if the signal did not
 /// kill this process (for example a signal whose default is to ignore).
@@ -408,35 +388,6 @@ pub(crate) fn as_ordinary_user<T: Send + 'static>(
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_running_child_is_a_child_and_waiting_for_it_is_left_to_the_caller() {
-        let mut child = std::process::Command::new("sleep") // forbid: allow (a child, not git)
-            .arg("600")
-            .spawn()
-            .unwrap();
-        assert!(has_children());
-        child.kill().unwrap();
-        // Dead but not waited for: still a child (a zombie), and the probe
-        // did not reap it: the caller's own wait still finds it.
-        let pid = child.id();
-        wait_until_zombie(pid);
-        assert!(has_children());
-        assert!(
-            child.try_wait().unwrap().is_some(),
-            "still there to wait for"
-        );
-    }
-
-    fn wait_until_zombie(pid: u32) {
-        for _ in 0..60_000 {
-            if stat(pid).is_some_and(|(state, _)| state == 'Z') {
-                return;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(1));
-        }
-        panic!("pid {pid} never became a zombie");
-    }
 
     #[test]
     fn stat_skips_hostile_comm() {

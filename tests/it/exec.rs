@@ -219,7 +219,7 @@ fn a_session_that_ends_beside_another_names_the_other_launcher_as_a_holder() {
     // The command of the second session exits while the first still runs:
     // its outcome names who still holds the lease, the first launcher and
     // its command (found by a scan of every process, which runs only when
-    // the record shows another live session or a descendant was left).
+    // the launcher's probe of the lease finds it locked).
     let env = TestEnv::new();
     let repo = env.repo();
     let wt = env.file("wt");
@@ -250,6 +250,46 @@ fn a_session_that_ends_beside_another_names_the_other_launcher_as_a_holder() {
     );
     assert_eq!(rec["state"], "active", "the first session runs on: {rec:#}");
     drop(bg);
+}
+
+#[test]
+fn a_holder_no_session_knows_of_is_named_when_a_session_ends() {
+    // Not a descendant of the launcher and not a recorded session: a
+    // process that locked the lease file itself (as a joined command
+    // started outside the session, or a command of an earlier session whose
+    // launcher is gone, would hold it).
+    let env = TestEnv::new();
+    let repo = env.repo();
+    let wt = env.file("wt");
+    env.add_worktree(&repo, "w", &wt);
+    let w = wt.to_str().unwrap();
+    assert_code(
+        &env.lease()
+            .args(["exec", "--adopt", w, "--", "true"])
+            .output()
+            .unwrap(),
+        0,
+    );
+    let id = env.record()["id"].as_str().unwrap().to_string();
+    let holder = LockHolder::new(&env, &env.lease_of(&id), false);
+    let o = env
+        .lease()
+        .args(["exec", "--adopt", w, "--", "true"])
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+    let rec = env.record_of(&id);
+    assert_eq!(
+        rec["outcome"]["holders"],
+        serde_json::json!([holder.pid()]),
+        "{rec:#}"
+    );
+    assert!(
+        stderr(&o).contains("still hold the lease"),
+        "{}",
+        stderr(&o)
+    );
+    drop(holder);
 }
 
 #[test]

@@ -468,6 +468,11 @@ impl LockHolder {
         }
         LockHolder(Some(child))
     }
+
+    /// The pid of the python3 process that holds the lock.
+    pub(crate) fn pid(&self) -> u32 {
+        self.0.as_ref().unwrap().id()
+    }
 }
 
 impl Drop for LockHolder {

@@ -108,19 +108,25 @@ pub(super) fn run(reg: &Registry, git: Git, p: Prepared, req: &ExecRequest) -> R
     // Close both of our descriptors: the locks end with them (never LOCK_UN).
     drop(p.child_fd);
     drop(p.own_fd);
-    // Who still holds the lease: the scan of every process's descriptors
-    // runs only when someone may (see `may_still_hold`), read under the
-    // record's lock with the session's end.
-    let descendants = process::has_children();
-    let lease_id = (p.lease.dev, p.lease.ino);
-    let me = std::process::id();
-    let holders_of = move |r: &Record| {
-        if may_still_hold(descendants, r, me) {
-            crate::os::procfs::holders(lease_id).0
-        } else {
-            Vec::new()
-        }
+    // One probe of the lease first: with no lock left on it (the usual
+    // end), the scan of every process's descriptors would find no holder.
+    let holders = if crate::os::lease::held_by_another(&p.lease, process::euid()) {
+        crate::os::procfs::holders((p.lease.dev, p.lease.ino)).0
+    } else {
+        Vec::new()
     };
+    if !holders.is_empty() {
+        notes.push(format!(
+            "lease: the command exited but {} process(es) still hold the lease of `{}`: pid {}",
+            holders.len(),
+            p.worktree.display(),
+            holders
+                .iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
     let (code, signal) = match ended {
         Ended::Code(c) => (Some(c), None),
         Ended::Signal(s) => (None, Some(s)),
@@ -140,7 +146,7 @@ pub(super) fn run(reg: &Registry, git: Git, p: Prepared, req: &ExecRequest) -> R
             .iter()
             .find(|n| n.starts_with("lease: cannot run"))
             .cloned(),
-        holders: Vec::new(),
+        holders: holders.clone(),
         note: None,
     };
     let keep_for = if req.keep {
@@ -149,29 +155,15 @@ pub(super) fn run(reg: &Registry, git: Git, p: Prepared, req: &ExecRequest) -> R
         None
     }
     .transpose();
-    let recorded = keep_for
-        .and_then(|keep| end_session(reg, &p.id, std::process::id(), outcome, keep, holders_of));
-    if let Ok((_, _, holders)) = &recorded
-        && !holders.is_empty()
-    {
-        notes.push(format!(
-            "lease: the command exited but {} process(es) still hold the lease of `{}`: pid {}",
-            holders.len(),
-            p.worktree.display(),
-            holders
-                .iter()
-                .map(u32::to_string)
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
-    }
+    let recorded =
+        keep_for.and_then(|keep| end_session(reg, &p.id, std::process::id(), &outcome, keep));
     let retire = match recorded {
         // A recorded `retire --when-free` is completed by the last one to
         // leave, whatever the origin (SPEC "Hosts that lease does not start").
-        Ok((State::Terminal, Some(intent), _)) => {
+        Ok((State::Terminal, Some(intent))) => {
             Some(crate::ops::intent::complete(reg, git, &p.id, &intent))
         }
-        Ok((State::Terminal, None, _)) if p.created_now && !req.keep => {
+        Ok((State::Terminal, None)) if p.created_now && !req.keep => {
             Some(Engine::new(reg.clone(), git, false).retire(&p.id))
         }
         Ok(_) => None,
@@ -203,22 +195,17 @@ pub(super) fn run(reg: &Registry, git: Git, p: Prepared, req: &ExecRequest) -> R
 /// `retire --when-free` intent, read under the same record lock: the
 /// caller has already closed its lease descriptors, so an intent recorded
 /// after this read finds the lease free itself (`ops::intent`).
-///
-/// `holders` says, from the record as read under that lock, who still holds
-/// the lease (pids, for the outcome's `holders`); they are returned third.
 pub(crate) fn end_session(
     reg: &Registry,
     id: &str,
     pid: u32,
-    mut outcome: Outcome,
+    outcome: &Outcome,
     keep: Option<Owner>,
-    holders: impl FnOnce(&Record) -> Vec<u32>,
-) -> Result<(State, Option<crate::model::record::Intent>, Vec<u32>)> {
+) -> Result<(State, Option<crate::model::record::Intent>)> {
     // Not fsynced (SPEC invariant 7; docs/record.md "Durability"), except
     // under `--keep`, whose `retained` keeps a reap from retiring the tree.
     let durable = keep.is_some();
     let end = |r: &mut Record| {
-        outcome.holders = holders(r);
         let mine = r
             .sessions
             .iter_mut()
@@ -247,35 +234,13 @@ pub(crate) fn end_session(
                 r.retention = None;
             }
         }
-        Ok((r.state, r.intent.clone(), outcome.holders))
+        Ok((r.state, r.intent.clone()))
     };
     if durable {
         reg.update(id, end)
     } else {
         reg.update_session(id, end)
     }
-}
-
-/// Returns true if a process other than launcher `me` may still hold the
-/// lease of record `r` once `me` has closed its own descriptors, so that
-/// only then is every process's descriptor table scanned
-/// ([`crate::os::procfs::holders`]): `descendants` (the launcher still has
-/// a child process, [`process::has_children`]: as the command's child
-/// subreaper it has one for every descendant left running), or another
-/// launcher of the record still runs (a second `exec --adopt`, a keeper, a
-/// `lease join` of the shim, each recorded as a session). A descriptor
-/// passed outside both (`SCM_RIGHTS`, pidfd_getfd(2)) is not looked for.
-///
-/// Not `/proc/locks`, which said the same before: its first read in a
-/// process takes the kernel's `file_rwsem` for writing
-/// (`percpu_down_write` in fs/locks.c: an RCU grace period), 6 to 20 ms of
-/// a launch's wall time on Linux 6.18 (docs/PERFORMANCE.md), and blocks
-/// every flock(2) on the machine meanwhile.
-pub(crate) fn may_still_hold(descendants: bool, r: &Record, me: u32) -> bool {
-    descendants
-        || r.sessions
-            .iter()
-            .any(|s| s.pid != me && s.launcher_alive(process::is_alive))
 }
 
 /// The worktree's HEAD commit after the command, read from git's files
@@ -290,53 +255,5 @@ pub(crate) fn head_of(git: &Git, common: &Path, worktree: &Path) -> Option<Strin
             .repo(common)
             .ok()
             .and_then(|rg| git::ops::resolve_ref(&rg, worktree, "HEAD").ok().flatten()),
-    }
-}
-
-#[cfg(test)]
-#[allow(clippy::unwrap_used)]
-mod tests {
-    use super::*;
-    use crate::model::record::Session;
-
-    fn session(pid: u32, start_time: u64, ended: bool) -> Session {
-        Session {
-            pid,
-            start_time,
-            started_at: String::new(),
-            ended_at: ended.then(String::new),
-            outcome: None,
-            bound: None,
-        }
-    }
-
-    #[test]
-    fn only_a_descendant_or_another_live_launcher_makes_the_end_scan_for_holders() {
-        let me = std::process::id();
-        let mut r = crate::model::record::sample_record();
-        r.sessions = vec![session(me, process::start_time(me).unwrap(), false)];
-        // Alone: this launcher's own session is not another holder.
-        assert!(!may_still_hold(false, &r, me));
-        assert!(may_still_hold(true, &r, me), "a descendant was left");
-        // Another launcher that runs (this very process, under another
-        // session pid's eyes) and one that ended or whose pid was reused.
-        let mut other = std::process::Command::new("sleep") // forbid: allow (a stand-in launcher, not git)
-            .arg("600")
-            .spawn()
-            .unwrap();
-        let pid = other.id();
-        let start = process::start_time(pid).unwrap();
-        r.sessions.push(session(pid, start, true));
-        assert!(!may_still_hold(false, &r, me), "its session ended");
-        r.sessions.push(session(pid, start + 1, false));
-        assert!(
-            !may_still_hold(false, &r, me),
-            "another process by that pid"
-        );
-        r.sessions.push(session(pid, start, false));
-        assert!(may_still_hold(false, &r, me), "another launcher runs");
-        other.kill().unwrap();
-        other.wait().unwrap();
-        assert!(!may_still_hold(false, &r, me), "it exited");
     }
 }
