@@ -1712,12 +1712,12 @@ CUTS = [
     "when exec's command ends), gate 5's `ls-files` for both of its uses.",
     "**One content look per clean retire**: gate 7 re-runs status and the walk only when a "
     "bundle was written; its HEAD, record and bundle checks stay.",
-    "**No `/proc` read after a command** that left nothing running: the launcher (the "
-    "command's child subreaper) has no child left and the record no other live session, so "
-    "no other process can hold the lease; otherwise every process's descriptors are scanned. "
-    "Not `/proc/locks`, whose first read in a process waits for an RCU grace period (the "
-    "kernel takes its flock table's lock for writing: 6-20 ms here, hidden from back-to-back "
-    "runs, which the spaced launch row shows).",
+    "**No `/proc` read after a command** when nothing else holds the lease: the launcher, its "
+    "own descriptors closed, asks flock(2) (`LOCK_EX|LOCK_NB` on a fresh open, closed at once) "
+    "and scans every process's descriptors only when that is refused. Not `/proc/locks`, whose "
+    "first read in a process waits for an RCU grace period (the kernel takes its flock table's "
+    "lock for writing: 6-20 ms here, hidden from back-to-back runs; the spaced launch row "
+    "shows it).",
     "**`list` and `reap` scan `/proc` once per command** (a map from lease identity to "
     "holders), not once per record.",
 ]
