@@ -229,7 +229,7 @@ mod tests {
     }
 
     #[test]
-    fn the_end_probe_sees_any_other_holder_and_a_join_outlasts_the_probe() {
+    fn the_end_probe_sees_any_other_holder_and_a_busy_shared_lock_is_tried_again() {
         let t = tempfile::tempdir().unwrap();
         let p = t.path().join("x.lease");
         let (f, id) = create(&p).unwrap();

@@ -214,6 +214,32 @@ fn a_launcher_ends_its_own_session_not_a_later_one() {
     drop(l3);
 }
 
+/// A linked worktree `wt` that lease did not make, for `exec --adopt`.
+fn plain_worktree(env: &TestEnv) -> String {
+    let repo = env.repo();
+    let wt = env.file("wt");
+    env.add_worktree(&repo, "w", &wt);
+    wt.to_str().unwrap().to_string()
+}
+
+/// `lease exec --adopt W -- true`.
+fn adopt_true(env: &TestEnv, w: &str) -> std::process::Output {
+    env.lease()
+        .args(["exec", "--adopt", w, "--", "true"])
+        .output()
+        .unwrap()
+}
+
+/// The pids an outcome names as holders, sorted.
+fn outcome_holders(rec: &serde_json::Value) -> Vec<u64> {
+    let mut pids: Vec<u64> = rec["outcome"]["holders"]
+        .as_array()
+        .map(|a| a.iter().map(|p| p.as_u64().unwrap()).collect())
+        .unwrap_or_default();
+    pids.sort_unstable();
+    pids
+}
+
 #[test]
 fn a_session_that_ends_beside_another_names_the_other_launcher_as_a_holder() {
     // The command of the second session exits while the first still runs:
@@ -221,28 +247,14 @@ fn a_session_that_ends_beside_another_names_the_other_launcher_as_a_holder() {
     // its command (found by a scan of every process, which runs only when
     // the launcher's probe of the lease finds it locked).
     let env = TestEnv::new();
-    let repo = env.repo();
-    let wt = env.file("wt");
-    env.add_worktree(&repo, "w", &wt);
-    let w = wt.to_str().unwrap();
-    let (bg, child) = env.spawn_holder(&["--adopt", w]);
-    let o = env
-        .lease()
-        .args(["exec", "--adopt", w, "--", "true"])
-        .output()
-        .unwrap();
+    let w = plain_worktree(&env);
+    let (bg, child) = env.spawn_holder(&["--adopt", &w]);
+    let o = adopt_true(&env, &w);
     assert_code(&o, 0);
     let rec = env.record();
-    let mut holders: Vec<u64> = rec["outcome"]["holders"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| p.as_u64().unwrap())
-        .collect();
-    holders.sort_unstable();
     let mut want = vec![u64::from(bg.pid()), u64::from(child)];
     want.sort_unstable();
-    assert_eq!(holders, want, "{rec:#}");
+    assert_eq!(outcome_holders(&rec), want, "{rec:#}");
     assert!(
         stderr(&o).contains("still hold the lease"),
         "{}",
@@ -259,31 +271,14 @@ fn a_holder_no_session_knows_of_is_named_when_a_session_ends() {
     // started outside the session, or a command of an earlier session whose
     // launcher is gone, would hold it).
     let env = TestEnv::new();
-    let repo = env.repo();
-    let wt = env.file("wt");
-    env.add_worktree(&repo, "w", &wt);
-    let w = wt.to_str().unwrap();
-    assert_code(
-        &env.lease()
-            .args(["exec", "--adopt", w, "--", "true"])
-            .output()
-            .unwrap(),
-        0,
-    );
+    let w = plain_worktree(&env);
+    assert_code(&adopt_true(&env, &w), 0);
     let id = env.record()["id"].as_str().unwrap().to_string();
     let holder = LockHolder::new(&env, &env.lease_of(&id), false);
-    let o = env
-        .lease()
-        .args(["exec", "--adopt", w, "--", "true"])
-        .output()
-        .unwrap();
+    let o = adopt_true(&env, &w);
     assert_code(&o, 0);
     let rec = env.record_of(&id);
-    assert_eq!(
-        rec["outcome"]["holders"],
-        serde_json::json!([holder.pid()]),
-        "{rec:#}"
-    );
+    assert_eq!(outcome_holders(&rec), [u64::from(holder.pid())], "{rec:#}");
     assert!(
         stderr(&o).contains("still hold the lease"),
         "{}",
@@ -295,14 +290,8 @@ fn a_holder_no_session_knows_of_is_named_when_a_session_ends() {
 #[test]
 fn a_lone_session_that_leaves_nothing_running_names_no_holder() {
     let env = TestEnv::new();
-    let repo = env.repo();
-    let wt = env.file("wt");
-    env.add_worktree(&repo, "w", &wt);
-    let o = env
-        .lease()
-        .args(["exec", "--adopt", wt.to_str().unwrap(), "--", "true"])
-        .output()
-        .unwrap();
+    let w = plain_worktree(&env);
+    let o = adopt_true(&env, &w);
     assert_code(&o, 0);
     let rec = env.record();
     assert!(rec["outcome"]["holders"].is_null(), "none: {rec:#}");
