@@ -1715,7 +1715,7 @@ CUTS = [
     "**No `/proc` read after a command** when nothing else holds the lease: the launcher, its "
     "own descriptors closed, asks flock(2) (`LOCK_EX|LOCK_NB` on a fresh open, closed at once) "
     "and scans every process's descriptors only when that is refused. Not `/proc/locks`, whose "
-    "first read in a process waits for an RCU grace period (the kernel takes its flock table's "
+    "read waits for an RCU grace period unless another passed moments before (the kernel takes its flock table's "
     "lock for writing: 6-20 ms here, hidden from back-to-back runs; the spaced launch row "
     "shows it).",
     "**`list` and `reap` scan `/proc` once per command** (a map from lease identity to "

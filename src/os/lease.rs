@@ -122,11 +122,13 @@ pub const PROBE_GRACE: std::time::Duration = std::time::Duration::from_millis(5)
 /// looks closer), so only a lock granted means "nobody".
 ///
 /// What the end of a `lease exec` session asks once its own descriptors
-/// are closed, instead of reading `/proc/locks`: that file's first read in
-/// a process takes the kernel's flock table lock for writing
-/// (`percpu_down_write` in fs/locks.c, an RCU grace period), 6 to 20 ms
-/// measured on Linux 6.18, and blocks every flock(2) on the machine
-/// meanwhile. flock(2) answers the same question for this one file: its
+/// are closed, instead of reading `/proc/locks`: a read of that file takes
+/// the kernel's flock table lock for writing (`percpu_down_write` in
+/// fs/locks.c), which waits for an RCU grace period unless another writer
+/// passed moments before: 6 to 20 ms measured on Linux 6.18 for a read
+/// that no other preceded (a launch), 0.01 ms for one right after another
+/// (back-to-back benchmarks), and other flock(2) calls wait while it
+/// lists the table. flock(2) answers the same question for this one file: its
 /// exclusive lock is granted only when no other open file description
 /// holds one. [`try_shared`] tries again after [`PROBE_GRACE`], so a join
 /// that meets the probe is not refused.
