@@ -960,21 +960,19 @@ def results(run, meta):
         out.append((key, label, lease, base, fx(st[0]) if isinstance(st, tuple) else st,
                     spread(st[1]) if isinstance(st, tuple) else "", target, verdict(ok, applies)))
 
-    s = r.ratio("launch", "lease", "flock")
-    add("launch", "`lease exec --adopt W -- true` (n=%d)" % r.n("launch", "lease"), ms(r.med("launch", "lease")),
-        "`flock -s F true` %s" % ms(r.med("launch", "flock")), s, "<= 1.25x", None if s[0] is None else s[0] <= 1.25)
-    if r.n("launch", "before"):
-        s = r.ratio("launch", "before", "flock")
-        add("launch-before", "the same by `%s` (BENCH_BEFORE; n=%d)" % (meta.get("before_rev") or "?", r.n("launch", "before")),
-            ms(r.med("launch", "before")), "`flock -s F true` %s" % ms(r.med("launch", "flock")), s, "context", None)
-    if r.n("spaced", "lease"):
-        s = r.ratio("spaced", "lease", "flock")
-        add("spaced", "the same, one launch every 200 ms (n=%d)" % r.n("spaced", "lease"), ms(r.med("spaced", "lease")),
-            "`flock -s F true` the same way %s" % ms(r.med("spaced", "flock")), s, "<= 1.25x", None if s[0] is None else s[0] <= 1.25)
-    if r.n("spaced", "before"):
-        s = r.ratio("spaced", "before", "flock")
-        add("spaced-before", "the same by `%s` (BENCH_BEFORE; n=%d)" % (meta.get("before_rev") or "?", r.n("spaced", "before")),
-            ms(r.med("spaced", "before")), "`flock -s F true` %s" % ms(r.med("spaced", "flock")), s, "context", None)
+    # The launch back to back, then spaced out; each with BENCH_BEFORE's
+    # binary in the same rounds when there is one.
+    for row, label, base in (("launch", "`lease exec --adopt W -- true`", "`flock -s F true`"),
+                             ("spaced", "the same, one launch every 200 ms", "`flock -s F true` the same way")):
+        if row == "spaced" and not r.n(row, "lease"):
+            continue  # a run without the spaced row (BENCH_ROWS) leaves it out
+        s = r.ratio(row, "lease", "flock")
+        add(row, "%s (n=%d)" % (label, r.n(row, "lease")), ms(r.med(row, "lease")),
+            "%s %s" % (base, ms(r.med(row, "flock"))), s, "<= 1.25x", None if s[0] is None else s[0] <= 1.25)
+        if r.n(row, "before"):
+            s = r.ratio(row, "before", "flock")
+            add(row + "-before", "the same by `%s` (BENCH_BEFORE; n=%d)" % (meta.get("before_rev") or "?", r.n(row, "before")),
+                ms(r.med(row, "before")), "`flock -s F true` %s" % ms(r.med(row, "flock")), s, "context", None)
     fl = r.mem.get("flock", {}).get("uss_kib")
     for k, what in (("adopt1", "1 record"), ("adopt10k", "%s records" % format(meta["nrec_l"], ","))):
         u = r.mem.get(k, {}).get("uss_kib")

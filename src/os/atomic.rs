@@ -29,7 +29,13 @@ pub fn check_private_dir(path: &Path, canonical: bool) -> Result<()> {
 
 /// [`make_private_dir`] then [`check_private_dir`] in one `lstat` when the
 /// directory exists (every call but the first in a state root's life):
-/// `mkdir` runs only when the `lstat` finds nothing.
+/// `mkdir` runs only when the `lstat` finds nothing (one made meanwhile by
+/// another process is accepted, as `make_private_dir` accepts it, then
+/// checked).
+///
+/// # Errors
+/// [`Error::Io`] if `path` cannot be `lstat`ed or created;
+/// [`Error::UnsafeDir`] if it fails a check of [`check_private_dir`].
 pub fn ensure_private_dir(path: &Path, canonical: bool) -> Result<()> {
     let meta = match fs::symlink_metadata(path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -43,7 +49,7 @@ pub fn ensure_private_dir(path: &Path, canonical: bool) -> Result<()> {
 
 /// [`check_private_dir`] on `meta`, the `lstat` of `path`. The canonical
 /// check needs no `realpath(3)` (one `readlink` per component): `path` is
-/// canonical exactly when it is absolute, has no `.` or `..` component, and
+/// canonical exactly when it is spelled plainly ([`is_plain_absolute`]) and
 /// neither it (`meta`) nor any ancestor is a symlink, and every ancestor is
 /// `lstat`ed anyway for its owner and mode.
 fn check_private_meta(path: &Path, meta: &fs::Metadata, canonical: bool) -> Result<()> {

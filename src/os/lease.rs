@@ -115,11 +115,12 @@ pub fn try_shared(f: &File) -> std::io::Result<bool> {
 /// machine.
 pub const PROBE_GRACE: std::time::Duration = std::time::Duration::from_millis(5);
 
-/// Returns true unless nothing but this process's probe holds a flock on
-/// `lease` right now: a fresh open (the checks of [`open_checked`]) takes
-/// `LOCK_EX|LOCK_NB` and closes at once. A busy lock, a lock error or a
-/// lease file that fails its checks all count as held (the caller then
-/// looks closer), so only a lock granted means "nobody".
+/// Returns true if some other open file description may hold a flock on
+/// `lease` right now, false only if none does: a fresh open (with the
+/// checks of [`open_checked`], as `uid`) is granted `LOCK_EX|LOCK_NB` and
+/// closed at once. A busy lock, a lock error or a lease file that fails
+/// its checks all give true (the caller then looks closer). Never blocks;
+/// holds the exclusive lock only between one flock(2) and one close(2).
 ///
 /// What the end of a `lease exec` session asks once its own descriptors
 /// are closed, instead of reading `/proc/locks`: a read of that file takes
@@ -195,11 +196,17 @@ mod tests {
             "a shared holder blocks the retirer"
         );
         drop(f);
-        // Another test's child, forked but not yet exec'd, may still hold a
-        // copy of `f` for a moment (close-on-exec closes it at exec): wait.
+        until_free(|| try_exclusive(&g) == LockOutcome::Acquired);
+    }
+
+    /// Retries `acquire` every 5 ms until it returns true, for 10 s at
+    /// most: another test's child, forked but not yet exec'd, may still
+    /// hold a copy of a descriptor this test dropped for a moment
+    /// (close-on-exec closes it only at exec).
+    fn until_free(mut acquire: impl FnMut() -> bool) {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while try_exclusive(&g) != LockOutcome::Acquired {
-            assert!(std::time::Instant::now() < deadline, "never acquired");
+        while !acquire() {
+            assert!(std::time::Instant::now() < deadline, "never free");
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
     }
@@ -216,15 +223,11 @@ mod tests {
             HoldReason::ConsumerAlive
         );
         drop(f);
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        let x = loop {
-            // A forked, not yet exec'd child of another test may hold a copy.
-            match try_exclusive_checked(&id, uid) {
-                Ok(x) => break x,
-                Err(_) => assert!(std::time::Instant::now() < deadline, "never free"),
-            }
-            std::thread::sleep(std::time::Duration::from_millis(5));
-        };
+        let mut x = None;
+        until_free(|| {
+            x = try_exclusive_checked(&id, uid).ok();
+            x.is_some()
+        });
         let c = open_checked(&id, uid).unwrap();
         assert!(!try_shared(&c).unwrap(), "the retirer holds it exclusively");
         drop(x);
@@ -251,12 +254,7 @@ mod tests {
         // An exclusive lock held past the grace (a retire's) is refused on
         // the second try too; the probe's own lasts microseconds.
         let x = open_checked(&id, uid).unwrap();
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while !matches!(try_exclusive(&x), LockOutcome::Acquired) {
-            // A forked, not yet exec'd child of another test may hold a copy.
-            assert!(std::time::Instant::now() < deadline, "never free");
-            std::thread::sleep(std::time::Duration::from_millis(5));
-        }
+        until_free(|| try_exclusive(&x) == LockOutcome::Acquired);
         let joiner = open_checked(&id, uid).unwrap();
         let asked = std::time::Instant::now();
         assert!(!try_shared(&joiner).unwrap(), "a retire holds it");

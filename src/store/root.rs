@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::error::{Error, IoResultExt, Result};
-use crate::os::atomic::{check_private_dir, ensure_private_dir, make_private_dir};
+use crate::os::atomic::{check_private_dir, ensure_private_dir};
 use crate::policy::Policy;
 
 /// statfs(2) `f_type` values of network filesystems whose flock is not
@@ -92,8 +92,7 @@ impl StateRoot {
             if let Some(parent) = wt.parent() {
                 fs::create_dir_all(parent).at_do("cannot create", parent)?;
             }
-            make_private_dir(&wt)?;
-            check_private_dir(&wt, true)?;
+            ensure_private_dir(&wt, true)?;
         }
         Ok(root)
     }
@@ -310,6 +309,7 @@ pub fn utf8(path: &Path) -> Result<String> {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use crate::os::atomic::make_private_dir;
     use std::os::unix::fs::PermissionsExt;
 
     #[test]
