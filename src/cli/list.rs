@@ -154,19 +154,85 @@ enum Entry<'a> {
     },
 }
 
-/// Writes `entries` to stdout as one pretty-printed JSON array, each
-/// entry serialized as it is reached through a buffered writer: the
-/// listing is never held as one string. Write errors are ignored, as by
-/// `out_raw!` (a closed pipe ends the listing).
-fn print_json<'a>(entries: impl Iterator<Item = Entry<'a>>) {
+/// Writes `loaded` (each record with its file's bytes, from
+/// [`Registry::scan_raw`]) to stdout as one JSON array, entry by entry
+/// through a buffered writer: the listing is never held as one string.
+/// Write errors are ignored, as by `out_raw!` (a closed pipe ends the
+/// listing).
+fn print_json(loaded: &[(Loaded, Option<Vec<u8>>)], seen: &SeenLeases) {
     use std::io::Write as _;
     let stdout = std::io::stdout();
     let mut w = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
-    let mut ser = serde_json::Serializer::pretty(&mut w);
-    if serde::Serializer::collect_seq(&mut ser, entries).is_ok() {
-        let _ = writeln!(w);
+    if write_listing(&mut w, loaded, seen).is_ok() {
+        let _ = w.flush();
     }
-    let _ = w.flush();
+}
+
+/// The array [`print_json`] writes. A record is the bytes of its file as
+/// they were read and parsed, its closing brace replaced by `holders` and
+/// `locked` ([`open_object`]): what docs/record.md promises ("the record
+/// file plus two keys"), without serializing again what was just parsed
+/// (issue 19: serialization was a third of a listing's instructions). A
+/// file [`open_object`] does not take is serialized from its record
+/// ([`Listed`]), as `show --json` prints it.
+fn write_listing(
+    w: &mut impl std::io::Write,
+    loaded: &[(Loaded, Option<Vec<u8>>)],
+    seen: &SeenLeases,
+) -> std::io::Result<()> {
+    w.write_all(b"[")?;
+    for (i, (l, raw)) in loaded.iter().enumerate() {
+        w.write_all(if i == 0 { b"\n" } else { b",\n" })?;
+        match l {
+            Loaded::Ok(r) => {
+                let seen = seen.of_record(r);
+                match raw.as_deref().and_then(open_object) {
+                    Some(body) => {
+                        w.write_all(body)?;
+                        w.write_all(b",\n  \"holders\": ")?;
+                        serde_json::to_writer(&mut *w, &seen.pids)?;
+                        write!(w, ",\n  \"locked\": \"{}\"\n}}", locked_word(&seen))?;
+                    }
+                    None => {
+                        serde_json::to_writer_pretty(&mut *w, &Entry::Record(Listed::of(r, &seen)))?
+                    }
+                }
+            }
+            Loaded::Bad { id, path, problem } => serde_json::to_writer_pretty(
+                &mut *w,
+                &Entry::Unreadable {
+                    id,
+                    state: "unreadable",
+                    path: path.to_string_lossy(),
+                    problem,
+                },
+            )?,
+        }
+    }
+    w.write_all(if loaded.is_empty() { b"]\n" } else { b"\n]\n" })
+}
+
+/// The bytes of a record file (a JSON object the record parse accepted)
+/// without its closing brace and the JSON whitespace (RFC 8259 section 2)
+/// around it, for [`write_listing`] to append `holders` and `locked`;
+/// `None` when appending would not make that record plus the two keys:
+/// no closing brace, an empty object, or a file that already names a
+/// `"holders"` or `"locked"` anywhere (a key the record type ignores, or
+/// a value that only looks like one: either way, serialized instead).
+fn open_object(file: &[u8]) -> Option<&[u8]> {
+    fn trim_end(b: &[u8]) -> &[u8] {
+        let n = b
+            .iter()
+            .rposition(|c| !matches!(c, b' ' | b'\t' | b'\n' | b'\r'))
+            .map_or(0, |i| i + 1);
+        &b[..n]
+    }
+    let body = trim_end(trim_end(file).strip_suffix(b"}")?);
+    let named = |key: &[u8]| memchr::memmem::find(file, key).is_some();
+    if body.is_empty() || body.ends_with(b"{") || named(b"\"holders\"") || named(b"\"locked\"") {
+        return None;
+    }
+    Some(body)
 }
 
 pub(super) fn locked_word(seen: &crate::model::evidence::LeaseSeen) -> &'static str {
@@ -309,17 +375,16 @@ pub(super) fn list(ctx: &crate::ops::Ctx, a: &Args) -> Result<u8> {
     let reg = Registry::new(root);
     // One scan: of live and shelved records, or of the live ones alone
     // when no removed one can be shown.
-    let scanned = if filter.reads_removed() {
-        reg.scan()?
-    } else {
-        reg.scan_live()?
-    };
-    let mut loaded: Vec<Loaded> = scanned
+    // `--json` prints each record file's own bytes: keep them (only those
+    // of the records shown).
+    let mut loaded: Vec<(Loaded, Option<Vec<u8>>)> = reg
+        .scan_raw(!filter.reads_removed())?
         .into_iter()
-        .filter(|l| match l {
+        .filter(|(l, _)| match l {
             Loaded::Ok(r) => filter.keeps(r.state.name(), Some(&r.repo)),
             Loaded::Bad { .. } => filter.keeps("unreadable", None),
         })
+        .map(|(l, raw)| (l, raw.filter(|_| json)))
         .collect();
     // Oldest first, by creation time (RFC 3339 UTC sorts as text); an
     // unreadable record last, by id.
@@ -330,27 +395,19 @@ pub(super) fn list(ctx: &crate::ops::Ctx, a: &Args) -> Result<u8> {
                 Loaded::Bad { id, .. } => (1, "", id),
             }
         }
-        key(x).cmp(&key(y))
+        key(&x.0).cmp(&key(&y.0))
     });
     // One /proc scan for every lease that can still be held.
     let ids: Vec<(u64, u64)> = loaded
         .iter()
-        .filter_map(|l| match l {
+        .filter_map(|(l, _)| match l {
             Loaded::Ok(r) if r.state != State::Removed => r.lease.as_ref().map(|l| l.id()),
             _ => None,
         })
         .collect();
     let seen = SeenLeases::of(&reg, &ids);
     if json {
-        print_json(loaded.iter().map(|l| match l {
-            Loaded::Ok(r) => Entry::Record(Listed::of(r, &seen.of_record(r))),
-            Loaded::Bad { id, path, problem } => Entry::Unreadable {
-                id,
-                state: "unreadable",
-                path: path.to_string_lossy(),
-                problem,
-            },
-        }));
+        print_json(&loaded, &seen);
         return Ok(exit::OK);
     }
     if loaded.is_empty() {
@@ -369,7 +426,7 @@ pub(super) fn list(ctx: &crate::ops::Ctx, a: &Args) -> Result<u8> {
         "HOLDERS",
         "OWNER"
     );
-    for l in &loaded {
+    for (l, _) in &loaded {
         match l {
             Loaded::Ok(r) => {
                 // A count of visible holders; `locked` when only
@@ -436,6 +493,33 @@ mod tests {
         assert_eq!(age("2026-12-02T09:00:00Z", now), "3h");
         assert_eq!(age("2026-11-27T12:00:00Z", now), "5d");
         assert_eq!(age("garbage", now), "-");
+    }
+
+    #[test]
+    fn a_record_file_is_printed_as_it_is_only_when_two_keys_can_be_appended() {
+        // Pretty (as lease writes it), compact, with whitespace after.
+        assert_eq!(
+            open_object(b"{\n  \"id\": \"a\"\n}\n"),
+            Some(&b"{\n  \"id\": \"a\""[..])
+        );
+        assert_eq!(
+            open_object(b"{\"id\":\"a\"} \r\n\t"),
+            Some(&b"{\"id\":\"a\""[..])
+        );
+        // Nothing to append to, or the keys already there (as a key the
+        // record type ignores, or as a value): serialized instead.
+        for file in [
+            &b""[..],
+            b"{}",
+            b"{ \n}",
+            b"{\"id\": \"a\"",
+            b"[1]",
+            b"{\"id\": \"a\", \"holders\": [1]}",
+            b"{\"id\": \"a\", \"locked\": \"none\"}",
+            b"{\"branch\": \"locked\"}",
+        ] {
+            assert_eq!(open_object(file), None, "{}", String::from_utf8_lossy(file));
+        }
     }
 
     #[test]

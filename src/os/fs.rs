@@ -72,6 +72,16 @@ fn not_regular(t: fs::FileType) -> Option<io::Error> {
 /// `NotFound` when nothing is there; `InvalidData` for a symlink, FIFO,
 /// socket, device or directory; any other error of `open`.
 pub fn open_regular(path: &Path) -> io::Result<File> {
+    open_regular_with_meta(path).map(|(f, _)| f)
+}
+
+/// [`open_regular`], also returning the descriptor's `fstat` (the one that
+/// found it a regular file), so a reader needs no second `fstat` for its
+/// length.
+///
+/// # Errors
+/// As [`open_regular`].
+fn open_regular_with_meta(path: &Path) -> io::Result<(File, fs::Metadata)> {
     if let Some(e) = not_regular(fs::symlink_metadata(path)?.file_type()) {
         return Err(e);
     }
@@ -80,8 +90,11 @@ pub fn open_regular(path: &Path) -> io::Result<File> {
         .custom_flags(UNTRUSTED_OPEN_FLAGS)
         .open(path)
         .map_err(symlink_is_invalid)?;
-    check_regular(&f)?;
-    Ok(f)
+    let meta = f.metadata()?;
+    if let Some(e) = not_regular(meta.file_type()) {
+        return Err(e);
+    }
+    Ok((f, meta))
 }
 
 /// Refuses an open file that is not a regular file (a name replaced by a
@@ -118,8 +131,36 @@ pub fn symlink_is_invalid(e: io::Error) -> io::Error {
 /// holds more than `limit` bytes, found by `fstat` or while reading (a file
 /// that grows under the read is still cut at `limit + 1` bytes).
 pub fn read_regular(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
-    let f = open_regular(path)?;
-    let len = f.metadata()?.len();
+    let (f, meta) = open_regular_with_meta(path)?;
+    read_bounded(f, meta.len(), limit)
+}
+
+/// [`read_regular`] of a name that a directory listing has just reported
+/// as a regular file (`d_type` `DT_REG`, readdir(3)): that report stands
+/// in for the `lstat` before the open, which says no more (either is
+/// checked before the open, never atomically with it). The open
+/// (`O_NOFOLLOW|O_NONBLOCK|O_NOCTTY`) and the `fstat` of the descriptor,
+/// which must be a regular file of at most `limit` bytes, decide as
+/// before. One `statx` less per file, for registry scans.
+///
+/// # Errors
+/// As [`read_regular`].
+pub fn read_listed_regular(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
+    let f = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(UNTRUSTED_OPEN_FLAGS)
+        .open(path)
+        .map_err(symlink_is_invalid)?;
+    let meta = f.metadata()?;
+    if let Some(e) = not_regular(meta.file_type()) {
+        return Err(e);
+    }
+    read_bounded(f, meta.len(), limit)
+}
+
+/// Reads open file `f` whose `fstat` said `len` bytes, to its end but at
+/// most `limit` bytes (`InvalidData` beyond).
+fn read_bounded(f: File, len: u64, limit: u64) -> io::Result<Vec<u8>> {
     if len > limit {
         return Err(too_large(limit));
     }

@@ -102,24 +102,57 @@ impl Registry {
 
     /// Reads one record, live or shelved.
     pub fn load(&self, id: &str) -> Loaded {
-        let mut path = self.live_file(id);
-        let mut read = crate::os::fs::read_regular(&path, MAX_RECORD_BYTES);
-        // Not live: shelved, or moved there since (a reader takes no lock,
-        // and the move is one rename, so one of the two names has it).
+        self.load_raw(id).0
+    }
+
+    /// [`Registry::load`], also returning the bytes of the record file when
+    /// they parsed (`None` for [`Loaded::Bad`]): the exact file the record
+    /// came from, read once, for a listing that prints the record as its
+    /// file holds it (`lease list --json`).
+    pub fn load_raw(&self, id: &str) -> (Loaded, Option<Vec<u8>>) {
+        self.load_raw_from(id, false, false)
+    }
+
+    /// [`Registry::load_raw`], trying the shelved file first when
+    /// `shelved_first` (an id listed in `records/removed/`: one lookup
+    /// instead of two), then the other name; `listed_regular`: a listing
+    /// just saw the first one as a regular file, which stands in for its
+    /// `lstat` ([`crate::os::fs::read_listed_regular`]).
+    fn load_raw_from(
+        &self,
+        id: &str,
+        shelved_first: bool,
+        listed_regular: bool,
+    ) -> (Loaded, Option<Vec<u8>>) {
+        let (first, other) = if shelved_first {
+            (self.shelved_file(id), self.live_file(id))
+        } else {
+            (self.live_file(id), self.shelved_file(id))
+        };
+        let mut path = first;
+        let mut read = if listed_regular {
+            crate::os::fs::read_listed_regular(&path, MAX_RECORD_BYTES)
+        } else {
+            crate::os::fs::read_regular(&path, MAX_RECORD_BYTES)
+        };
+        // Not there: moved since (a reader takes no lock, and the move is
+        // one rename, so one of the two names has it).
         if matches!(&read, Err(e) if e.kind() == std::io::ErrorKind::NotFound) {
-            let shelved = self.shelved_file(id);
-            match crate::os::fs::read_regular(&shelved, MAX_RECORD_BYTES) {
+            match crate::os::fs::read_regular(&other, MAX_RECORD_BYTES) {
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                 r => {
-                    path = shelved;
+                    path = other;
                     read = r;
                 }
             }
         }
-        let bad = |problem: String| Loaded::Bad {
-            id: id.to_string(),
-            path: path.clone(),
-            problem,
+        let bad = |problem: String| {
+            let bad = Loaded::Bad {
+                id: id.to_string(),
+                path: path.clone(),
+                problem,
+            };
+            (bad, None)
         };
         let bytes = match read {
             Ok(b) => b,
@@ -130,7 +163,7 @@ impl Registry {
             Err(e) => return bad(format!("unreadable: {e}")),
         };
         match parse(id, &bytes) {
-            Ok(r) => Loaded::Ok(Box::new(r)),
+            Ok(r) => (Loaded::Ok(Box::new(r)), Some(bytes)),
             Err(problem) => bad(problem),
         }
     }
@@ -146,24 +179,45 @@ impl Registry {
     /// Returns every record id, live and shelved, sorted, each once (a
     /// record shelved while the two directories are read is in both).
     pub fn ids(&self) -> Result<Vec<String>> {
-        let mut ids = self.live_ids()?;
-        ids.extend(ids_in(&self.root.removed_records())?);
-        ids.sort();
-        ids.dedup();
-        Ok(ids)
+        Ok(self.files(false)?.into_iter().map(|f| f.id).collect())
     }
 
     /// Returns the ids in the live directory, sorted: every record that is
     /// not `removed`, and any removed one not shelved yet.
     pub fn live_ids(&self) -> Result<Vec<String>> {
-        let mut ids = ids_in(&self.root.records())?;
-        ids.sort();
-        Ok(ids)
+        Ok(self.files(true)?.into_iter().map(|f| f.id).collect())
     }
 
-    /// Reads every record, live and shelved.
+    /// The record files of the live directory and, unless `live_only`, of
+    /// `records/removed/`, sorted by id, each id once (a record shelved
+    /// while the two are listed is taken where it was live).
+    fn files(&self, live_only: bool) -> Result<Vec<RecordFile>> {
+        let mut files = files_in(&self.root.records(), false)?;
+        if !live_only {
+            files.extend(files_in(&self.root.removed_records(), true)?);
+        }
+        // Stable: of two entries of one id, the live one stays first.
+        files.sort_by(|a, b| a.id.cmp(&b.id));
+        files.dedup_by(|later, first| later.id == first.id);
+        Ok(files)
+    }
+
+    /// Reads every record, live and shelved, in id order.
     pub fn scan(&self) -> Result<Vec<Loaded>> {
-        Ok(self.ids()?.iter().map(|id| self.load(id)).collect())
+        Ok(self.scan_raw(false)?.into_iter().map(|(l, _)| l).collect())
+    }
+
+    /// [`Registry::scan`] (`live_only`: [`Registry::scan_live`]), each
+    /// record with the bytes of its file ([`Registry::load_raw`]). Each
+    /// file is read first in the directory that listed it, without an
+    /// `lstat` when the listing saw a regular file
+    /// ([`crate::os::fs::read_listed_regular`]).
+    pub fn scan_raw(&self, live_only: bool) -> Result<Vec<(Loaded, Option<Vec<u8>>)>> {
+        Ok(self
+            .files(live_only)?
+            .iter()
+            .map(|f| self.load_raw_from(&f.id, f.shelved, f.regular))
+            .collect())
     }
 
     /// Reads the records of the live directory ([`Registry::live_ids`]):
@@ -172,7 +226,7 @@ impl Registry {
     /// It may still return removed records (one shelved while it runs, or
     /// one a crash left live): callers filter on the state as before.
     pub fn scan_live(&self) -> Result<Vec<Loaded>> {
-        Ok(self.live_ids()?.iter().map(|id| self.load(id)).collect())
+        Ok(self.scan_raw(true)?.into_iter().map(|(l, _)| l).collect())
     }
 
     /// Moves record `id` out of the live directory into
@@ -392,15 +446,16 @@ impl Registry {
     }
 }
 
-/// The record ids of the `<id>.json` files in `dir`, unsorted; none when
+/// The `<id>.json` files in `dir` (`shelved`: it is `records/removed/`),
+/// unsorted; none when
 /// `dir` does not exist (a state root made by hand, an empty 0700
 /// directory, has no records until the first command that writes; no
 /// record was ever shelved).
-fn ids_in(dir: &Path) -> Result<Vec<String>> {
-    let mut ids = Vec::new();
+fn files_in(dir: &Path, shelved: bool) -> Result<Vec<RecordFile>> {
+    let mut files = Vec::new();
     let entries = match fs::read_dir(dir) {
         Ok(d) => d,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(ids),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(files),
         Err(e) => return Err(e).at_do("cannot read", dir),
     };
     for entry in entries {
@@ -410,10 +465,27 @@ fn ids_in(dir: &Path) -> Result<Vec<String>> {
         if let Some(id) = name.strip_suffix(".json")
             && is_id(id)
         {
-            ids.push(id.to_string());
+            files.push(RecordFile {
+                id: id.to_string(),
+                shelved,
+                // `d_type` from the listing (no syscall where the
+                // filesystem fills it in; std falls back to an lstat).
+                regular: entry.file_type().is_ok_and(|t| t.is_file()),
+            });
         }
     }
-    Ok(ids)
+    Ok(files)
+}
+
+/// One `<id>.json` a listing of `records/` or `records/removed/` found.
+#[derive(Debug)]
+struct RecordFile {
+    /// The id its name gives.
+    id: String,
+    /// Listed in `records/removed/`.
+    shelved: bool,
+    /// The listing saw a regular file (readdir(3) `d_type`).
+    regular: bool,
 }
 
 /// The bytes of a record file: pretty JSON, as [`parse`] reads it back.
@@ -607,6 +679,79 @@ mod tests {
         assert!(!is_object(b" \t\r\n["));
         assert!(is_object(b" \t\r\n{"));
         assert!(!is_object(b""));
+    }
+
+    #[test]
+    fn a_scan_reads_each_record_once_where_it_was_listed_and_refuses_what_is_not_a_file() {
+        let t = tempfile::tempdir().unwrap();
+        let base = fs::canonicalize(t.path()).unwrap().join("state");
+        let root = StateRoot::at(base, &std::sync::Arc::new(crate::policy::defaults()));
+        for d in [
+            root.path().to_path_buf(),
+            root.records(),
+            root.removed_records(),
+        ] {
+            crate::os::atomic::make_private_dir(&d).unwrap();
+        }
+        let reg = Registry::new(root);
+        let rec = crate::model::record::sample_record();
+        let id = rec.id.clone();
+        // In both directories (a shelving caught between two listings):
+        // one entry, read from the live directory.
+        let mut live = rec.clone();
+        live.branch = Some("live".into());
+        let mut shelved = rec.clone();
+        shelved.branch = Some("shelved".into());
+        fs::write(reg.live_file(&id), encode(&live)).unwrap();
+        fs::write(reg.shelved_file(&id), encode(&shelved)).unwrap();
+        // A FIFO and a symlink where records belong: refused by name, as
+        // `load` refuses them, never opened as records.
+        let fifo = "f".repeat(32);
+        let link = "e".repeat(32);
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &reg.shelved_file(&fifo),
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        std::os::unix::fs::symlink(reg.shelved_file(&id), reg.live_file(&link)).unwrap();
+        let scanned = reg.scan_raw(false).unwrap();
+        let seen: Vec<String> = scanned
+            .iter()
+            .map(|(l, raw)| match l {
+                Loaded::Ok(r) => {
+                    assert_eq!(raw.as_deref(), Some(&encode(r)[..]), "the bytes it parsed");
+                    format!("{} {}", r.id, r.branch.as_deref().unwrap_or(""))
+                }
+                Loaded::Bad { id, problem, .. } => {
+                    assert!(raw.is_none());
+                    format!("{id} {problem}")
+                }
+            })
+            .collect();
+        assert_eq!(
+            seen,
+            vec![
+                format!("{id} live"),
+                format!("{link} corrupt: is a symbolic link, not a regular file"),
+                format!("{fifo} corrupt: is a FIFO, not a regular file"),
+            ]
+        );
+        assert_eq!(
+            reg.ids().unwrap(),
+            vec![id.clone(), link.clone(), fifo.clone()]
+        );
+        assert_eq!(reg.live_ids().unwrap(), vec![id.clone(), link]);
+        assert_eq!(reg.scan_live().unwrap().len(), 2);
+        assert_eq!(reg.scan().unwrap().len(), 3);
+        // Gone from the live directory since the listing: the shelved one.
+        fs::remove_file(reg.live_file(&id)).unwrap();
+        match reg.load_raw_from(&id, false, true).0 {
+            Loaded::Ok(r) => assert_eq!(r.branch.as_deref(), Some("shelved")),
+            Loaded::Bad { problem, .. } => panic!("{problem}"),
+        }
     }
 
     #[test]

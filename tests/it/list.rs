@@ -149,6 +149,49 @@ fn list_json_is_each_record_file_plus_what_proc_shows() {
 }
 
 #[test]
+fn list_json_never_repeats_holders_or_locked_that_a_record_file_names() {
+    // A record file that already has a `locked` key (one the record type
+    // does not know, so the record still parses) must not print it beside
+    // the real one: the entry is serialized from the record instead of
+    // copied from the file.
+    let env = TestEnv::new();
+    let repo = env.repo();
+    for _ in 0..2 {
+        let o = env
+            .lease()
+            .current_dir(&repo)
+            .args(["exec", "--keep", "--", "true"])
+            .output()
+            .unwrap();
+        assert_code(&o, 0);
+    }
+    let recs = env.state.join("records");
+    let mut files: Vec<std::path::PathBuf> = fs::read_dir(&recs)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort();
+    let forged = &files[0];
+    let mut v: serde_json::Value = serde_json::from_slice(&fs::read(forged).unwrap()).unwrap();
+    v["locked"] = serde_json::json!("exclusive");
+    v["holders"] = serde_json::json!([1]);
+    fs::write(forged, serde_json::to_vec_pretty(&v).unwrap()).unwrap();
+    let before = fs::read(forged).unwrap();
+    let o = env.lease().args(["list", "--json"]).output().unwrap();
+    assert_code(&o, 0);
+    let text = String::from_utf8(o.stdout).unwrap();
+    assert_eq!(text.matches("\"locked\"").count(), 2, "{text}");
+    assert_eq!(text.matches("\"holders\"").count(), 2, "{text}");
+    let entries: serde_json::Value = serde_json::from_str(&text).unwrap();
+    for e in entries.as_array().unwrap() {
+        assert_eq!(e["locked"], "none", "{e:#}");
+        assert_eq!(e["holders"], serde_json::json!([]), "{e:#}");
+    }
+    assert_eq!(fs::read(forged).unwrap(), before, "listing changed nothing");
+}
+
+#[test]
 fn corrupt_and_newer_records_are_listed_not_changed() {
     let env = TestEnv::new();
     let repo = env.repo();
