@@ -171,7 +171,8 @@ fn read_tail(f: &mut fs::File) -> std::io::Result<Tail> {
     loop {
         let start = len.saturating_sub(window);
         f.seek(SeekFrom::Start(start))?;
-        let mut buf = Vec::new();
+        // The window's size reserved: one read, not a doubling series.
+        let mut buf = Vec::with_capacity(usize::try_from(len - start).unwrap_or(0));
         (&mut *f).take(len - start).read_to_end(&mut buf)?;
         let ends_with_newline = buf.last() == Some(&b'\n');
         let body = buf.strip_suffix(b"\n").unwrap_or(&buf);

@@ -710,7 +710,7 @@ mod tests {
         let link = "e".repeat(32);
         rustix::fs::mknodat(
             rustix::fs::CWD,
-            &reg.shelved_file(&fifo),
+            reg.shelved_file(&fifo),
             rustix::fs::FileType::Fifo,
             rustix::fs::Mode::from_raw_mode(0o600),
             0,
