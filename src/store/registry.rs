@@ -213,7 +213,7 @@ impl Registry {
     /// `lstat` when the listing saw a regular file
     /// ([`crate::os::fs::read_listed_regular`]). From [`PARALLEL_FROM`]
     /// files on, the reads and parses are shared among up to
-    /// [`MAX_SCAN_THREADS`] threads ([`in_order`]); the result is in id
+    /// [`MAX_SCAN_THREADS`] threads (`in_order`); the result is in id
     /// order either way.
     pub fn scan_raw(&self, live_only: bool) -> Result<Vec<(Loaded, Option<Vec<u8>>)>> {
         let files = self.files(live_only)?;
