@@ -204,7 +204,8 @@ impl Registry {
 
     /// Reads every record, live and shelved, in id order.
     pub fn scan(&self) -> Result<Vec<Loaded>> {
-        Ok(self.scan_raw(false)?.into_iter().map(|(l, _)| l).collect())
+        self.scan_files(false, false)
+            .map(|v| v.into_iter().map(|(l, _)| l).collect())
     }
 
     /// [`Registry::scan`] (`live_only`: [`Registry::scan_live`]), each
@@ -216,9 +217,21 @@ impl Registry {
     /// [`MAX_SCAN_THREADS`] threads (`in_order`); the result is in id
     /// order either way.
     pub fn scan_raw(&self, live_only: bool) -> Result<Vec<(Loaded, Option<Vec<u8>>)>> {
+        self.scan_files(live_only, true)
+    }
+
+    /// [`Registry::scan_raw`], keeping each file's bytes only when
+    /// `keep_bytes` (a scan that drops them at once never holds every
+    /// file at the same time).
+    fn scan_files(
+        &self,
+        live_only: bool,
+        keep_bytes: bool,
+    ) -> Result<Vec<(Loaded, Option<Vec<u8>>)>> {
         let files = self.files(live_only)?;
         Ok(in_order(&files, |f| {
-            self.load_raw_from(&f.id, f.shelved, f.regular)
+            let (loaded, bytes) = self.load_raw_from(&f.id, f.shelved, f.regular);
+            (loaded, bytes.filter(|_| keep_bytes))
         }))
     }
 
@@ -228,7 +241,8 @@ impl Registry {
     /// It may still return removed records (one shelved while it runs, or
     /// one a crash left live): callers filter on the state as before.
     pub fn scan_live(&self) -> Result<Vec<Loaded>> {
-        Ok(self.scan_raw(true)?.into_iter().map(|(l, _)| l).collect())
+        self.scan_files(true, false)
+            .map(|v| v.into_iter().map(|(l, _)| l).collect())
     }
 
     /// Moves record `id` out of the live directory into
@@ -449,10 +463,9 @@ impl Registry {
 }
 
 /// The `<id>.json` files in `dir` (`shelved`: it is `records/removed/`),
-/// unsorted; none when
-/// `dir` does not exist (a state root made by hand, an empty 0700
-/// directory, has no records until the first command that writes; no
-/// record was ever shelved).
+/// unsorted; none when `dir` does not exist (a state root made by hand,
+/// an empty 0700 directory, has no records until the first command that
+/// writes; no record was ever shelved).
 fn files_in(dir: &Path, shelved: bool) -> Result<Vec<RecordFile>> {
     let mut files = Vec::new();
     let entries = match fs::read_dir(dir) {
