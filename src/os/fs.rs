@@ -85,6 +85,13 @@ fn open_regular_with_meta(path: &Path) -> io::Result<(File, fs::Metadata)> {
     if let Some(e) = not_regular(fs::symlink_metadata(path)?.file_type()) {
         return Err(e);
     }
+    open_then_check(path)
+}
+
+/// The `O_NOFOLLOW|O_NONBLOCK|O_NOCTTY` read-only open of `path` and the
+/// `fstat` of its descriptor, which must be a regular file: the part of
+/// [`open_regular`] after its `lstat`.
+fn open_then_check(path: &Path) -> io::Result<(File, fs::Metadata)> {
     let f = fs::OpenOptions::new()
         .read(true)
         .custom_flags(UNTRUSTED_OPEN_FLAGS)
@@ -146,15 +153,7 @@ pub fn read_regular(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
 /// # Errors
 /// As [`read_regular`].
 pub fn read_listed_regular(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
-    let f = fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(UNTRUSTED_OPEN_FLAGS)
-        .open(path)
-        .map_err(symlink_is_invalid)?;
-    let meta = f.metadata()?;
-    if let Some(e) = not_regular(meta.file_type()) {
-        return Err(e);
-    }
+    let (f, meta) = open_then_check(path)?;
     read_bounded(f, meta.len(), limit)
 }
 

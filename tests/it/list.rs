@@ -93,15 +93,11 @@ fn list_and_show_report_records_and_holders() {
     assert_code(&o, 0);
 }
 
-/// `list --json` streams each record as it serializes (no JSON value in
-/// between): every entry is its record file's document plus `holders` and
-/// `locked`, the same document `show --json` prints, and an unreadable
-/// file is `{id, state, path, problem}`; the array is one document.
-#[test]
-fn list_json_is_each_record_file_plus_what_proc_shows() {
+/// A test environment with `n` records of `exec --keep -- true` (retained).
+fn kept_records(n: usize) -> TestEnv {
     let env = TestEnv::new();
     let repo = env.repo();
-    for _ in 0..3 {
+    for _ in 0..n {
         let o = env
             .lease()
             .current_dir(&repo)
@@ -110,6 +106,16 @@ fn list_json_is_each_record_file_plus_what_proc_shows() {
             .unwrap();
         assert_code(&o, 0);
     }
+    env
+}
+
+/// `list --json` prints each record file's own bytes plus `holders` and
+/// `locked`: every entry is its record file's document plus those two,
+/// the same document `show --json` prints, and an unreadable
+/// file is `{id, state, path, problem}`; the array is one document.
+#[test]
+fn list_json_is_each_record_file_plus_what_proc_shows() {
+    let env = kept_records(3);
     let recs = env.state.join("records");
     let bad = recs.join("cccccccccccccccccccccccccccccccc.json");
     fs::write(&bad, "not json").unwrap();
@@ -154,17 +160,7 @@ fn list_json_never_repeats_holders_or_locked_that_a_record_file_names() {
     // does not know, so the record still parses) must not print it beside
     // the real one: the entry is serialized from the record instead of
     // copied from the file.
-    let env = TestEnv::new();
-    let repo = env.repo();
-    for _ in 0..2 {
-        let o = env
-            .lease()
-            .current_dir(&repo)
-            .args(["exec", "--keep", "--", "true"])
-            .output()
-            .unwrap();
-        assert_code(&o, 0);
-    }
+    let env = kept_records(2);
     let recs = env.state.join("records");
     let mut files: Vec<std::path::PathBuf> = fs::read_dir(&recs)
         .unwrap()
