@@ -382,6 +382,30 @@ mod tests {
     }
 
     #[test]
+    fn a_listed_regular_file_is_still_refused_when_it_is_not_one() {
+        // read_listed_regular trusts a listing's d_type instead of an
+        // lstat: what the name holds when it is opened still decides,
+        // without waiting on a FIFO or following a symlink.
+        let t = tempfile::tempdir().unwrap();
+        let file = t.path().join("r.json");
+        fs::write(&file, b"{}").unwrap();
+        assert_eq!(read_listed_regular(&file, 2).unwrap(), b"{}");
+        let too_big = read_listed_regular(&file, 1).unwrap_err();
+        assert_eq!(too_big.kind(), io::ErrorKind::InvalidData, "{too_big}");
+        let link = t.path().join("link.json");
+        std::os::unix::fs::symlink(&file, &link).unwrap();
+        let fifo = t.path().join("fifo.json");
+        make_fifo(&fifo);
+        for (path, what) in [(&link, "symbolic link"), (&fifo, "FIFO")] {
+            let e = read_listed_regular(path, 1 << 20).unwrap_err();
+            assert_eq!(e.kind(), io::ErrorKind::InvalidData, "{e}");
+            assert!(e.to_string().contains(what), "{e}");
+        }
+        let gone = read_listed_regular(&t.path().join("none"), 1).unwrap_err();
+        assert_eq!(gone.kind(), io::ErrorKind::NotFound);
+    }
+
+    #[test]
     fn canonical_refuses_symlinks_and_dots() {
         let t = tempfile::tempdir().unwrap();
         let base = fs::canonicalize(t.path()).unwrap();
