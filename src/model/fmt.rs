@@ -70,8 +70,8 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     hex(&Sha256::digest(bytes))
 }
 
-/// Formats bytes as lowercase hex: two digits a byte, by table (a
-/// `format!` a byte cost 30 allocations a sha256, on every audit line).
+/// Formats bytes as lowercase hex: two digits per byte, by table (one
+/// `format!` per byte cost 32 allocations per sha256, on every audit line).
 pub fn hex(bytes: &[u8]) -> String {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut s = String::with_capacity(bytes.len() * 2);
