@@ -220,6 +220,138 @@ pub fn wait_any() -> io::Result<Option<(u32, Ended)>> {
     }
 }
 
+/// Replaces this process with the program `argv[0]` names, found as
+/// execvp(3) finds it, with arguments `argv` and this process's environment
+/// with each of `set` added or replaced. Returns only if no exec
+/// succeeded.
+///
+/// The search is glibc's (posix/execvpe.c): a name with a `/` is run as it
+/// is; a bare name is tried in each entry of `PATH` in order (an empty
+/// entry is the current directory; `/bin:/usr/bin` when `PATH` is unset),
+/// going on past `ENOENT`, `ENOTDIR`, `ESTALE`, `ENODEV`, `ETIMEDOUT` and
+/// `EACCES`. Unlike glibc's `execvp`, which std's `CommandExt::exec`
+/// calls, a file the kernel refuses to run (`ENOEXEC`: no `#!` and no
+/// binary format it knows) is never handed to `/bin/sh`
+/// (`maybe_script_execute`): it ends the search with `ENOEXEC`, as the
+/// `posix_spawnp` of `lease exec`'s spawn does, so both exit 126 for it
+/// rather than running it as a shell script.
+///
+/// As std's `exec` does (its `do_exec`), the signal mask is emptied and
+/// SIGPIPE set back to its default (std ignores it at start-up) right
+/// before the first `execve`; both are put back if every one fails.
+///
+/// # Errors
+/// The returned error: `NotFound` when no candidate exists (exit 127);
+/// `EACCES` when one existed but could not be run and the search found
+/// nothing better; `ENOEXEC` or the first other error that ends the search;
+/// `InvalidInput` for an empty `argv` or a NUL byte in an argument or a
+/// variable.
+pub fn exec_no_shell(
+    argv: &[std::ffi::OsString],
+    set: &[(&std::ffi::OsStr, &std::ffi::OsStr)],
+) -> io::Error {
+    use std::ffi::{CString, OsString};
+    use std::os::unix::ffi::{OsStrExt, OsStringExt};
+    let c = |b: Vec<u8>| CString::new(b).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput));
+    let Some(program) = argv.first().map(|p| p.as_bytes()) else {
+        return io::Error::from(io::ErrorKind::InvalidInput);
+    };
+    if program.is_empty() {
+        return io::Error::from(io::ErrorKind::NotFound);
+    }
+    let mut env: Vec<CString> = Vec::new();
+    for (k, v) in std::env::vars_os() {
+        if set.iter().any(|(s, _)| *s == k.as_os_str()) {
+            continue;
+        }
+        let mut kv = k.into_vec();
+        kv.push(b'=');
+        kv.extend_from_slice(v.as_bytes());
+        match c(kv) {
+            Ok(kv) => env.push(kv),
+            Err(e) => return e,
+        }
+    }
+    for (k, v) in set {
+        let mut kv = k.as_bytes().to_vec();
+        kv.push(b'=');
+        kv.extend_from_slice(v.as_bytes());
+        match c(kv) {
+            Ok(kv) => env.push(kv),
+            Err(e) => return e,
+        }
+    }
+    let args: Vec<CString> = match argv.iter().map(|a| c(a.as_bytes().to_vec())).collect() {
+        Ok(a) => a,
+        Err(e) => return e,
+    };
+    let candidates: Vec<CString> = if program.contains(&b'/') {
+        vec![args[0].clone()]
+    } else {
+        let path = std::env::var_os("PATH").unwrap_or_else(|| OsString::from("/bin:/usr/bin"));
+        let mut v = Vec::new();
+        for dir in path.as_bytes().split(|b| *b == b':') {
+            let mut full = dir.to_vec();
+            if !full.is_empty() {
+                full.push(b'/');
+            }
+            full.extend_from_slice(program);
+            match c(full) {
+                Ok(f) => v.push(f),
+                Err(e) => return e,
+            }
+        }
+        v
+    };
+    let ptrs = |v: &[CString]| -> Vec<*const libc::c_char> {
+        v.iter()
+            .map(|s| s.as_ptr())
+            .chain(std::iter::once(std::ptr::null()))
+            .collect()
+    };
+    let (argp, envp) = (ptrs(&args), ptrs(&env));
+    let mut old_mask = std::mem::MaybeUninit::<libc::sigset_t>::uninit();
+    let mut empty = std::mem::MaybeUninit::<libc::sigset_t>::uninit();
+    // SAFETY: sigemptyset fills `empty`, a valid out-pointer of the right
+    // type; pthread_sigmask reads it and fills `old_mask`; signal takes a
+    // plain signal number and disposition and returns the old one.
+    let old_pipe = unsafe {
+        libc::sigemptyset(empty.as_mut_ptr());
+        libc::pthread_sigmask(libc::SIG_SETMASK, empty.as_ptr(), old_mask.as_mut_ptr());
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL)
+    };
+    let mut found_unrunnable = false;
+    let mut last = io::Error::from(io::ErrorKind::NotFound);
+    for cand in &candidates {
+        // SAFETY: `cand` is a NUL-terminated path; `argp` and `envp` are
+        // null-terminated arrays of pointers into `args` and `env`, which
+        // outlive the call. execve returns only on failure.
+        unsafe { libc::execve(cand.as_ptr(), argp.as_ptr(), envp.as_ptr()) };
+        let e = io::Error::last_os_error();
+        match e.raw_os_error() {
+            Some(libc::EACCES) => {
+                found_unrunnable = true;
+                last = e;
+            }
+            Some(libc::ENOENT | libc::ENOTDIR | libc::ESTALE | libc::ENODEV | libc::ETIMEDOUT) => {
+                if !found_unrunnable {
+                    last = io::Error::from_raw_os_error(libc::ENOENT);
+                }
+            }
+            _ => {
+                last = e;
+                break;
+            }
+        }
+    }
+    // SAFETY: as above; `old_mask` was filled by the first pthread_sigmask.
+    unsafe {
+        libc::signal(libc::SIGPIPE, old_pipe);
+        libc::pthread_sigmask(libc::SIG_SETMASK, old_mask.as_ptr(), std::ptr::null_mut());
+    }
+    last
+}
+
 /// Dies of signal `sig` the way the command did: core dumps off, the default
 /// disposition restored, the signal raised. Returns only if the signal did not
 /// kill this process (for example a signal whose default is to ignore).

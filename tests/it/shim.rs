@@ -134,6 +134,50 @@ fn join_runs_the_command_holding_the_lease() {
     let plain = env.file("plain.txt");
     fs::write(&plain, "x").unwrap();
     assert_code(&run(&[plain.to_str().unwrap()]), 126);
+    // An executable file without `#!` that is no binary either (ENOEXEC):
+    // 126, as `lease exec` gives it, and never run through /bin/sh, which
+    // glibc's execvp (std's `CommandExt::exec`) would do.
+    let bin = env.file("join-bin");
+    fs::create_dir(&bin).unwrap();
+    let ran = env.file("junk-ran");
+    let junk = bin.join("junk");
+    fs::write(&junk, format!("touch '{}'\n", ran.display())).unwrap();
+    fs::set_permissions(&junk, fs::Permissions::from_mode(0o755)).unwrap();
+    let o = run(&[junk.to_str().unwrap()]);
+    assert_code(&o, 126);
+    assert!(stderr(&o).contains("Exec format error"), "{}", stderr(&o));
+    assert!(!ran.exists(), "the file never ran as a shell script");
+    // Found through PATH the same: the search ends at the file the kernel
+    // refused, and a later entry is not tried. Before it, a directory
+    // entry that is not a file (EACCES) is passed over, as execvp does.
+    let later = env.file("join-later");
+    fs::create_dir_all(later.join("junk")).unwrap();
+    let path = |dirs: &[&std::path::Path]| {
+        let mut v: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
+        v.push(std::env::var("PATH").unwrap());
+        v.join(":")
+    };
+    let via_path = |p: String, prog: &str| {
+        env.lease()
+            .envs(vars.clone())
+            .env("PATH", p)
+            .args(["join", "--", prog])
+            .output()
+            .unwrap()
+    };
+    assert_code(&via_path(path(&[&later, &bin]), "junk"), 126);
+    assert!(!ran.exists(), "not run through PATH either");
+    // A name found nowhere: 127; found only where it cannot run: 126.
+    assert_code(&via_path(path(&[&later]), "junk"), 126);
+    assert_code(
+        &via_path(path(&[&later]), "no-such-command-lease-test"),
+        127,
+    );
+    fs::write(bin.join("ok"), "#!/bin/sh\nexit 9\n").unwrap();
+    fs::set_permissions(bin.join("ok"), fs::Permissions::from_mode(0o755)).unwrap();
+    let shadow = later.join("ok");
+    fs::create_dir(&shadow).unwrap();
+    assert_code(&via_path(path(&[&later, &bin]), "ok"), 9);
     // Usage errors are 125 too, like exec.
     let o = env
         .lease()

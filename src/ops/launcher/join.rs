@@ -27,9 +27,7 @@
 use std::ffi::OsString;
 use std::fs::File;
 use std::os::fd::AsRawFd;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use crate::error::{Error, Result};
 use crate::model::reason::{self, HoldReason};
@@ -161,10 +159,11 @@ impl Joined {
         if let Err(e) = crate::os::process::set_inherited(&self.lease, true) {
             return e;
         }
-        Command::new(&self.command[0])
-            .args(&self.command[1..])
-            .env("LEASE_FD", self.lease.as_raw_fd().to_string())
-            .exec()
+        let fd = self.lease.as_raw_fd().to_string();
+        crate::os::process::exec_no_shell(
+            &self.command,
+            &[(std::ffi::OsStr::new("LEASE_FD"), std::ffi::OsStr::new(&fd))],
+        )
     }
 }
 
