@@ -816,9 +816,9 @@ pub fn is_lease_shim(p: &Path) -> bool {
     let n = File::open(p)
         .and_then(|mut f| std::io::Read::read(&mut f, &mut buf))
         .unwrap_or(0);
-    buf[..n]
-        .windows(SHIM_MARKER.len())
-        .any(|w| w == SHIM_MARKER)
+    // memchr's substring search: a byte-by-byte window compare cost about
+    // 45,000 instructions per candidate on every launch (callgrind).
+    memchr::memmem::find(&buf[..n], SHIM_MARKER).is_some()
 }
 
 /// The marker of lease's git shims (shim/README.md): in the first 4 KiB of
