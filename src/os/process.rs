@@ -227,25 +227,27 @@ pub fn wait_any() -> io::Result<Option<(u32, Ended)>> {
 ///
 /// The search is glibc's (posix/execvpe.c): a name with a `/` is run as it
 /// is; a bare name is tried in each entry of `PATH` in order (an empty
-/// entry is the current directory; `/bin:/usr/bin` when `PATH` is unset),
-/// going on past `ENOENT`, `ENOTDIR`, `ESTALE`, `ENODEV`, `ETIMEDOUT` and
-/// `EACCES`. Unlike glibc's `execvp`, which std's `CommandExt::exec`
-/// calls, a file the kernel refuses to run (`ENOEXEC`: no `#!` and no
-/// binary format it knows) is never handed to `/bin/sh`
-/// (`maybe_script_execute`): it ends the search with `ENOEXEC`, as the
-/// `posix_spawnp` of `lease exec`'s spawn does, so both exit 126 for it
-/// rather than running it as a shell script.
+/// entry is the current directory; `/bin:/usr/bin`, glibc's `_CS_PATH`,
+/// when `PATH` is unset), going on past `ENOENT`, `ENOTDIR`, `ESTALE`,
+/// `ENODEV`, `ETIMEDOUT` and `EACCES`. Unlike glibc's `execvp`, which
+/// std's `CommandExt::exec` calls, a file the kernel refuses to run
+/// (`ENOEXEC`: no `#!` and no binary format it knows) is never handed to
+/// `/bin/sh` (`maybe_script_execute`): it ends the search with `ENOEXEC`,
+/// as the `posix_spawnp` of `lease exec`'s spawn does, so both exit 126
+/// for it rather than running it as a shell script.
 ///
-/// As std's `exec` does (its `do_exec`), the signal mask is emptied and
-/// SIGPIPE set back to its default (std ignores it at start-up) right
-/// before the first `execve`; both are put back if every one fails.
+/// As std's `exec` (its `do_exec`): the environment is the process's as a
+/// map (the last of duplicate names wins) with `set` laid over it; SIGPIPE
+/// is set back to its default (std ignores it at start-up) right before
+/// the first `execve` and restored if every one fails; the signal mask is
+/// inherited as it is (std 1.95 no longer empties it).
 ///
 /// # Errors
-/// The returned error: `NotFound` when no candidate exists (exit 127);
-/// `EACCES` when one existed but could not be run and the search found
-/// nothing better; `ENOEXEC` or the first other error that ends the search;
-/// `InvalidInput` for an empty `argv` or a NUL byte in an argument or a
-/// variable.
+/// The returned error: `NotFound` (`ENOENT`) when no candidate exists
+/// (exit 127); `EACCES` when one existed but could not be run; else the
+/// error of the `execve` that ended the search (`ENOEXEC` among them), or
+/// of the last candidate (glibc's rule); `InvalidInput` for an empty
+/// `argv` or a NUL byte in an argument or a variable.
 pub fn exec_no_shell(
     argv: &[std::ffi::OsString],
     set: &[(&std::ffi::OsStr, &std::ffi::OsStr)],
@@ -257,23 +259,15 @@ pub fn exec_no_shell(
         return io::Error::from(io::ErrorKind::InvalidInput);
     };
     if program.is_empty() {
-        return io::Error::from(io::ErrorKind::NotFound);
+        return io::Error::from_raw_os_error(libc::ENOENT);
     }
-    let mut env: Vec<CString> = Vec::new();
-    for (k, v) in std::env::vars_os() {
-        if set.iter().any(|(s, _)| *s == k.as_os_str()) {
-            continue;
-        }
-        let mut kv = k.into_vec();
-        kv.push(b'=');
-        kv.extend_from_slice(v.as_bytes());
-        match c(kv) {
-            Ok(kv) => env.push(kv),
-            Err(e) => return e,
-        }
-    }
+    let mut vars: std::collections::BTreeMap<OsString, OsString> = std::env::vars_os().collect();
     for (k, v) in set {
-        let mut kv = k.as_bytes().to_vec();
+        vars.insert(k.to_os_string(), v.to_os_string());
+    }
+    let mut env: Vec<CString> = Vec::with_capacity(vars.len());
+    for (k, v) in vars {
+        let mut kv = k.into_vec();
         kv.push(b'=');
         kv.extend_from_slice(v.as_bytes());
         match c(kv) {
@@ -285,9 +279,8 @@ pub fn exec_no_shell(
         Ok(a) => a,
         Err(e) => return e,
     };
-    let candidates: Vec<CString> = if program.contains(&b'/') {
-        vec![args[0].clone()]
-    } else {
+    let searched = !program.contains(&b'/');
+    let candidates: Vec<CString> = if searched {
         let path = std::env::var_os("PATH").unwrap_or_else(|| OsString::from("/bin:/usr/bin"));
         let mut v = Vec::new();
         for dir in path.as_bytes().split(|b| *b == b':') {
@@ -302,6 +295,8 @@ pub fn exec_no_shell(
             }
         }
         v
+    } else {
+        vec![args[0].clone()]
     };
     let ptrs = |v: &[CString]| -> Vec<*const libc::c_char> {
         v.iter()
@@ -310,44 +305,40 @@ pub fn exec_no_shell(
             .collect()
     };
     let (argp, envp) = (ptrs(&args), ptrs(&env));
-    let mut old_mask = std::mem::MaybeUninit::<libc::sigset_t>::uninit();
-    let mut empty = std::mem::MaybeUninit::<libc::sigset_t>::uninit();
-    // SAFETY: sigemptyset fills `empty`, a valid out-pointer of the right
-    // type; pthread_sigmask reads it and fills `old_mask`; signal takes a
-    // plain signal number and disposition and returns the old one.
-    let old_pipe = unsafe {
-        libc::sigemptyset(empty.as_mut_ptr());
-        libc::pthread_sigmask(libc::SIG_SETMASK, empty.as_ptr(), old_mask.as_mut_ptr());
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL)
+    let mut dfl = std::mem::MaybeUninit::<libc::sigaction>::zeroed();
+    let mut old_pipe = std::mem::MaybeUninit::<libc::sigaction>::zeroed();
+    // SAFETY: `dfl` is a zeroed sigaction (empty mask, no flags) given
+    // SIG_DFL; sigaction reads it and fills `old_pipe`, both valid pointers
+    // of the right type, for a plain signal number.
+    let saved = unsafe {
+        (*dfl.as_mut_ptr()).sa_sigaction = libc::SIG_DFL;
+        libc::sigaction(libc::SIGPIPE, dfl.as_ptr(), old_pipe.as_mut_ptr()) == 0
     };
     let mut found_unrunnable = false;
-    let mut last = io::Error::from(io::ErrorKind::NotFound);
+    let mut stopped = false;
+    let mut last = io::Error::from_raw_os_error(libc::ENOENT);
     for cand in &candidates {
         // SAFETY: `cand` is a NUL-terminated path; `argp` and `envp` are
         // null-terminated arrays of pointers into `args` and `env`, which
         // outlive the call. execve returns only on failure.
         unsafe { libc::execve(cand.as_ptr(), argp.as_ptr(), envp.as_ptr()) };
-        let e = io::Error::last_os_error();
-        match e.raw_os_error() {
-            Some(libc::EACCES) => {
-                found_unrunnable = true;
-                last = e;
-            }
-            Some(libc::ENOENT | libc::ENOTDIR | libc::ESTALE | libc::ENODEV | libc::ETIMEDOUT) => {
-                if !found_unrunnable {
-                    last = io::Error::from_raw_os_error(libc::ENOENT);
-                }
-            }
+        last = io::Error::last_os_error();
+        match last.raw_os_error() {
+            Some(libc::EACCES) if searched => found_unrunnable = true,
+            Some(libc::ENOENT | libc::ENOTDIR | libc::ESTALE | libc::ENODEV | libc::ETIMEDOUT)
+                if searched => {}
             _ => {
-                last = e;
+                stopped = true;
                 break;
             }
         }
     }
-    // SAFETY: as above; `old_mask` was filled by the first pthread_sigmask.
-    unsafe {
-        libc::signal(libc::SIGPIPE, old_pipe);
-        libc::pthread_sigmask(libc::SIG_SETMASK, old_mask.as_ptr(), std::ptr::null_mut());
+    if saved {
+        // SAFETY: `old_pipe` was filled by the sigaction above.
+        unsafe { libc::sigaction(libc::SIGPIPE, old_pipe.as_ptr(), std::ptr::null_mut()) };
+    }
+    if found_unrunnable && !stopped {
+        return io::Error::from_raw_os_error(libc::EACCES);
     }
     last
 }

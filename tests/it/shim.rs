@@ -136,22 +136,40 @@ fn join_runs_the_command_holding_the_lease() {
     assert_code(&run(&[plain.to_str().unwrap()]), 126);
     // An executable file without `#!` that is no binary either (ENOEXEC):
     // 126, as `lease exec` gives it, and never run through /bin/sh, which
-    // glibc's execvp (std's `CommandExt::exec`) would do.
+    // glibc's execvp (std's `CommandExt::exec`) would do. Every file is
+    // written before the first run (an executable written moments before
+    // its exec can meet ETXTBSY from a fork in another test's thread).
     let bin = env.file("join-bin");
-    fs::create_dir(&bin).unwrap();
+    let later = env.file("join-later");
+    let last = env.file("join-last");
+    for d in [&bin, &last] {
+        fs::create_dir(d).unwrap();
+    }
+    // In `later`, directories where the programs would be (EACCES).
+    fs::create_dir_all(later.join("junk")).unwrap();
+    fs::create_dir_all(later.join("ok")).unwrap();
     let ran = env.file("junk-ran");
     let junk = bin.join("junk");
     fs::write(&junk, format!("touch '{}'\n", ran.display())).unwrap();
-    fs::set_permissions(&junk, fs::Permissions::from_mode(0o755)).unwrap();
+    // A runnable `junk` after `bin` on PATH: the search must end at
+    // bin/junk, whose ENOEXEC is final, and never reach this one.
+    let ran_last = env.file("junk-last-ran");
+    fs::write(
+        last.join("junk"),
+        format!("#!/bin/sh\ntouch '{}'\nexit 9\n", ran_last.display()),
+    )
+    .unwrap();
+    fs::write(bin.join("ok"), "#!/bin/sh\nexit 9\n").unwrap();
+    for f in [&junk, &last.join("junk"), &bin.join("ok")] {
+        fs::set_permissions(f, fs::Permissions::from_mode(0o755)).unwrap();
+    }
     let o = run(&[junk.to_str().unwrap()]);
     assert_code(&o, 126);
     assert!(stderr(&o).contains("Exec format error"), "{}", stderr(&o));
     assert!(!ran.exists(), "the file never ran as a shell script");
-    // Found through PATH the same: the search ends at the file the kernel
-    // refused, and a later entry is not tried. Before it, a directory
-    // entry that is not a file (EACCES) is passed over, as execvp does.
-    let later = env.file("join-later");
-    fs::create_dir_all(later.join("junk")).unwrap();
+    // A path through a regular file (ENOTDIR): 126, as exec gives it.
+    let through = plain.join("x");
+    assert_code(&run(&[through.to_str().unwrap()]), 126);
     let path = |dirs: &[&std::path::Path]| {
         let mut v: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
         v.push(std::env::var("PATH").unwrap());
@@ -165,18 +183,19 @@ fn join_runs_the_command_holding_the_lease() {
             .output()
             .unwrap()
     };
-    assert_code(&via_path(path(&[&later, &bin]), "junk"), 126);
-    assert!(!ran.exists(), "not run through PATH either");
+    // Found through PATH: the directory in `later` is passed over, the
+    // search ends at bin/junk (ENOEXEC), the runnable one after it is
+    // never tried, and nothing runs through /bin/sh.
+    let o = via_path(path(&[&later, &bin, &last]), "junk");
+    assert_code(&o, 126);
+    assert!(stderr(&o).contains("Exec format error"), "{}", stderr(&o));
+    assert!(!ran.exists() && !ran_last.exists(), "nothing ran");
+    // The control: without bin/junk in the way, the later one runs.
+    assert_code(&via_path(path(&[&later, &last]), "junk"), 9);
+    assert!(ran_last.exists());
     // A name found nowhere: 127; found only where it cannot run: 126.
     assert_code(&via_path(path(&[&later]), "junk"), 126);
-    assert_code(
-        &via_path(path(&[&later]), "no-such-command-lease-test"),
-        127,
-    );
-    fs::write(bin.join("ok"), "#!/bin/sh\nexit 9\n").unwrap();
-    fs::set_permissions(bin.join("ok"), fs::Permissions::from_mode(0o755)).unwrap();
-    let shadow = later.join("ok");
-    fs::create_dir(&shadow).unwrap();
+    assert_code(&via_path(path(&[&later]), "no-such-command-lease-test"), 127);
     assert_code(&via_path(path(&[&later, &bin]), "ok"), 9);
     // Usage errors are 125 too, like exec.
     let o = env
