@@ -204,10 +204,17 @@ pub fn resolve_ref(rg: &RepoGit, dir: &Path, name: &str) -> Result<Option<String
     Ok(out.ok.then(|| first_line(&out.stdout)))
 }
 
-/// `git rev-parse --show-object-format` in `dir`: `sha1` or `sha256`.
-pub fn object_format(rg: &RepoGit, dir: &Path) -> Result<String> {
+/// The object format of the repository whose common git dir is `common`:
+/// `sha1` or `sha256`. Read in process when libgit2 reads the repository
+/// as git does ([`crate::git::libgit2::Reader::open`]), which it refuses
+/// for any `extensions.objectformat` but `sha1`: then it is `sha1`. Else
+/// `git rev-parse --show-object-format` in `common` answers.
+pub fn object_format(rg: &RepoGit, common: &Path) -> Result<String> {
+    if crate::git::libgit2::Reader::open(common).is_some() {
+        return Ok("sha1".into());
+    }
     let out = rg
-        .cmd(dir)
+        .cmd(common)
         .args(["rev-parse", "--show-object-format"])
         .run()?;
     Ok(first_line(&out))
@@ -585,9 +592,20 @@ pub fn check_connected(
     c.run().map(drop)
 }
 
-/// `git update-ref NAME OID` in `dir`.
-pub fn update_ref(rg: &RepoGit, dir: &Path, name: &str, oid: &str) -> Result<()> {
-    rg.cmd(dir).args(["update-ref", name, oid]).run().map(drop)
+/// `git update-ref --stdin` in `dir`, fed one `update NAME OID` line per
+/// ref of `refs` (name, object id): every ref set in one git process and
+/// one transaction (git-update-ref(1): all or none). Ref names cannot hold
+/// a space or a newline (git-check-ref-format(1)).
+pub fn update_refs(rg: &RepoGit, dir: &Path, refs: &[(String, String)]) -> Result<()> {
+    let mut input = Vec::new();
+    for (name, oid) in refs {
+        input.extend_from_slice(format!("update {name} {oid}\n").as_bytes());
+    }
+    rg.cmd(dir)
+        .args(["update-ref", "--stdin"])
+        .input(input)
+        .run()
+        .map(drop)
 }
 
 /// `git update-ref -d NAME OLD` in `dir`: deletes ref `name` only if it

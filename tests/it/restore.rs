@@ -3,7 +3,7 @@
 //! never over newer work.
 
 use std::fs;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::support::*;
 
@@ -419,4 +419,52 @@ fn restore_reuses_a_branch_at_the_tip_and_names_each_further_copy_apart() {
     assert!(stderr(&o).contains("branch-moved"), "{}", stderr(&o));
     assert!(stderr(&o).contains(&alt2), "{}", stderr(&o));
     assert_eq!(manifest(&env.state), state, "nothing written");
+}
+
+/// A sha256 repository: libgit2 does not read it, so its object format
+/// comes from git (`rev-parse --show-object-format`), and the scratch
+/// repositories that build and verify the bundle are sha256 too. The
+/// archived commit comes back with its own 64-hex id.
+#[test]
+fn a_sha256_repository_archives_and_restores_in_its_own_object_format() {
+    let env = TestEnv::new();
+    let remote = env.root.join("remote.git");
+    let repo = env.root.join("repo");
+    let init = |args: &[&str], path: &Path| {
+        let mut a = vec!["init", "-q", "--object-format=sha256", "-b", "main"];
+        a.extend_from_slice(args);
+        a.push(path.to_str().unwrap());
+        env.git(&env.root, &a);
+    };
+    init(&["--bare"], &remote);
+    init(&[], &repo);
+    fs::write(repo.join("README"), "hello\n").unwrap();
+    env.git(&repo, &["add", "."]);
+    env.git(&repo, &["commit", "-qm", "initial"]);
+    env.git(
+        &repo,
+        &["remote", "add", "origin", remote.to_str().unwrap()],
+    );
+    env.git(&repo, &["push", "-q", "origin", "main"]);
+    env.git(&repo, &["fetch", "-q", "origin"]);
+    env.git(&repo, &["remote", "set-head", "origin", "main"]);
+    let (id, tip) = archived(&env, &repo, "feat");
+    assert_eq!(tip.len(), 64, "a sha256 id: {tip}");
+    let rec = env.record_of(&id);
+    let bundle = PathBuf::from(rec["archive"]["location"].as_str().unwrap());
+    let head = fs::read(&bundle).unwrap();
+    assert!(
+        head.starts_with(b"# v3 git bundle\n@object-format=sha256\n"),
+        "{}",
+        String::from_utf8_lossy(&head[..60.min(head.len())])
+    );
+    env.git(&repo, &["branch", "-D", "feat"]);
+    env.git(&repo, &["reflog", "expire", "--expire=now", "--all"]);
+    env.git(&repo, &["gc", "-q", "--prune=now"]);
+    let o = restore(&env, &[&id, "--json"]);
+    assert_code(&o, 0);
+    let r = json(&o);
+    assert_eq!(r["head"], tip.as_str(), "the exact commit");
+    let new_wt = PathBuf::from(r["worktree"].as_str().unwrap());
+    assert_eq!(fs::read_to_string(new_wt.join("work.txt")).unwrap(), "w\n");
 }

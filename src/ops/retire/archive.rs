@@ -107,9 +107,7 @@ impl Engine {
         let step = crate::progress::begin("archiving", None);
         step.message(&format!("{} tip(s) of {}", reach.tips.len(), rec.id));
         let built = (|| -> Result<()> {
-            for (name, oid) in &reach.tips {
-                ops::update_ref(rg, &scratch.path, name, oid)?;
-            }
+            ops::update_refs(rg, &scratch.path, &reach.tips)?;
             let names: Vec<&str> = reach.tips.iter().map(|(n, _)| n.as_str()).collect();
             let not = reach.durable.as_ref().map(|(_, d)| d.as_str());
             ops::bundle_create(rg, &scratch.path, &tmp, &names, not)?;
@@ -244,15 +242,15 @@ pub(crate) fn verify_bundle(
     let alt = scratch.path.join("objects/info/alternates");
     let away = scratch.path.join("objects/info/alternates.off");
     fs::rename(&alt, &away).map_err(|e| unverified(&e.to_string()))?;
-    for (_, oid) in tips {
-        if !ops::has_commit(rg, &scratch.path, oid).is_ok_and(|present| present) {
-            return Err(unverified(&format!(
-                "commit {oid} is not in the bundle's pack"
-            )));
-        }
+    // Every tip at once (`cat-file --batch-check`); an error is "none".
+    let oids: Vec<String> = tips.iter().map(|(_, oid)| oid.clone()).collect();
+    let present = ops::commits_present(rg, &scratch.path, &oids).unwrap_or_default();
+    if let Some(oid) = oids.iter().find(|oid| !present.contains(oid)) {
+        return Err(unverified(&format!(
+            "commit {oid} is not in the bundle's pack"
+        )));
     }
     fs::rename(&away, &alt).map_err(|e| unverified(&e.to_string()))?;
-    let oids: Vec<String> = tips.iter().map(|(_, oid)| oid.clone()).collect();
     ops::check_connected(rg, &scratch.path, &oids, &header.prerequisites)
         .map_err(|e| unverified(&format!("incomplete: {e}")))?;
     Ok(())
