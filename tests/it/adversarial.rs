@@ -1293,6 +1293,70 @@ fn c13_tampered_bundle_before_verification() {
     }
 }
 
+/// SPEC gate 6: "a forged pack can hide behind alternates". The bundle
+/// keeps its header, which names the archived commit, and its pack holds
+/// only that commit's tree. Unbundled with fsck into a scratch repository
+/// that borrows the source's objects, it passes every check that reads
+/// through the alternates (the commit is in the source, where it would be
+/// lost with the worktree's refs); only the look for each tip with the
+/// alternates removed finds the commit missing, and the retire holds.
+#[test]
+fn c13_a_pack_without_the_tip_is_refused_though_the_alternates_have_it() {
+    let fx = Fx::new();
+    let (id, wt) =
+        fx.worktree("git checkout -q --detach && echo a > a && git add a && git commit -qm a");
+    let before = manifest(&wt);
+    let o = paused_retire(&fx, &id, "archive-written", || {
+        let b = bundles(&fx, &id);
+        assert_eq!(b.len(), 1);
+        let bytes = fs::read(&b[0]).unwrap();
+        let end = bytes.windows(2).position(|w| w == b"\n\n").unwrap() + 2;
+        let header = String::from_utf8(bytes[..end].to_vec()).unwrap();
+        let tip = header
+            .lines()
+            .skip(1)
+            .find(|l| !l.is_empty() && !l.starts_with(['-', '@']))
+            .and_then(|l| l.split(' ').next())
+            .unwrap()
+            .to_string();
+        let tree = fx.env.git(&wt, &["rev-parse", &format!("{tip}^{{tree}}")]);
+        let mut pack = fx
+            .env
+            .cmd("git")
+            .current_dir(&wt)
+            .args(["pack-objects", "--stdout", "-q"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        {
+            use std::io::Write;
+            let mut stdin = pack.stdin.take().unwrap();
+            writeln!(stdin, "{tree}").unwrap();
+        }
+        let pack = pack.wait_with_output().unwrap();
+        assert!(pack.status.success() && !pack.stdout.is_empty());
+        let mut forged = bytes[..end].to_vec();
+        forged.extend_from_slice(&pack.stdout);
+        fs::write(&b[0], forged).unwrap();
+    });
+    assert_code(&o, 1);
+    assert_eq!(reasons(&o), ["archive-unverified"], "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("is not in the bundle's pack"),
+        "{}",
+        stdout(&o)
+    );
+    assert_eq!(manifest(&wt), before);
+    assert!(bundles(&fx, &id).is_empty(), "the bad bundle is not kept");
+    assert_eq!(
+        fs::read_dir(fx.env.state.join("scratch")).unwrap().count(),
+        0,
+        "no scratch left"
+    );
+    fx.assert_clean();
+}
+
 #[test]
 fn c13_bundle_changed_after_verification() {
     let fx = Fx::new();

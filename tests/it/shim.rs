@@ -195,7 +195,10 @@ fn join_runs_the_command_holding_the_lease() {
     assert!(ran_last.exists());
     // A name found nowhere: 127; found only where it cannot run: 126.
     assert_code(&via_path(path(&[&later]), "junk"), 126);
-    assert_code(&via_path(path(&[&later]), "no-such-command-lease-test"), 127);
+    assert_code(
+        &via_path(path(&[&later]), "no-such-command-lease-test"),
+        127,
+    );
     assert_code(&via_path(path(&[&later, &bin]), "ok"), 9);
     // Usage errors are 125 too, like exec.
     let o = env
