@@ -1263,34 +1263,44 @@ fn c13_tampered_bundle_before_verification() {
         }),
     ];
     for (what, tamper) in cases {
-        let fx = Fx::new();
-        let (id, wt) =
-            fx.worktree("git checkout -q --detach && echo a > a && git add a && git commit -qm a");
-        let before = manifest(&wt);
-        let o = paused_retire(&fx, &id, "archive-written", || {
-            let b = bundles(&fx, &id);
-            assert_eq!(b.len(), 1);
-            tamper(&b[0]);
-        });
-        assert_code(&o, 1);
-        assert_eq!(
-            reasons(&o),
-            ["archive-unverified"],
-            "{what}: {}",
-            stdout(&o)
-        );
-        assert_eq!(manifest(&wt), before, "{what}");
-        assert!(
-            bundles(&fx, &id).is_empty(),
-            "{what}: the bad bundle is not kept"
-        );
-        assert_eq!(
-            fs::read_dir(fx.env.state.join("scratch")).unwrap().count(),
-            0,
-            "{what}: no scratch left"
-        );
-        fx.assert_clean();
+        assert_tampered_bundle_refused(what, |_, _, b| tamper(b));
     }
+}
+
+/// Retires a detached worktree holding one unique commit, `tamper`
+/// changing its bundle (given the fixture, the worktree and the bundle)
+/// after it is written and before it is verified; asserts the retire holds
+/// as `archive-unverified` and changed nothing: the tree as it was, no
+/// bundle kept, no scratch repository left. Returns the retire's output.
+fn assert_tampered_bundle_refused(what: &str, tamper: impl FnOnce(&Fx, &Path, &Path)) -> Output {
+    let fx = Fx::new();
+    let (id, wt) =
+        fx.worktree("git checkout -q --detach && echo a > a && git add a && git commit -qm a");
+    let before = manifest(&wt);
+    let o = paused_retire(&fx, &id, "archive-written", || {
+        let b = bundles(&fx, &id);
+        assert_eq!(b.len(), 1);
+        tamper(&fx, &wt, &b[0]);
+    });
+    assert_code(&o, 1);
+    assert_eq!(
+        reasons(&o),
+        ["archive-unverified"],
+        "{what}: {}",
+        stdout(&o)
+    );
+    assert_eq!(manifest(&wt), before, "{what}");
+    assert!(
+        bundles(&fx, &id).is_empty(),
+        "{what}: the bad bundle is not kept"
+    );
+    assert_eq!(
+        fs::read_dir(fx.env.state.join("scratch")).unwrap().count(),
+        0,
+        "{what}: no scratch left"
+    );
+    fx.assert_clean();
+    o
 }
 
 /// SPEC gate 6: "a forged pack can hide behind alternates". The bundle
@@ -1302,14 +1312,8 @@ fn c13_tampered_bundle_before_verification() {
 /// alternates removed finds the commit missing, and the retire holds.
 #[test]
 fn c13_a_pack_without_the_tip_is_refused_though_the_alternates_have_it() {
-    let fx = Fx::new();
-    let (id, wt) =
-        fx.worktree("git checkout -q --detach && echo a > a && git add a && git commit -qm a");
-    let before = manifest(&wt);
-    let o = paused_retire(&fx, &id, "archive-written", || {
-        let b = bundles(&fx, &id);
-        assert_eq!(b.len(), 1);
-        let bytes = fs::read(&b[0]).unwrap();
+    let o = assert_tampered_bundle_refused("pack without the tip", |fx, wt, bundle| {
+        let bytes = fs::read(bundle).unwrap();
         let end = bytes.windows(2).position(|w| w == b"\n\n").unwrap() + 2;
         let header = String::from_utf8(bytes[..end].to_vec()).unwrap();
         let tip = header
@@ -1319,11 +1323,11 @@ fn c13_a_pack_without_the_tip_is_refused_though_the_alternates_have_it() {
             .and_then(|l| l.split(' ').next())
             .unwrap()
             .to_string();
-        let tree = fx.env.git(&wt, &["rev-parse", &format!("{tip}^{{tree}}")]);
+        let tree = fx.env.git(wt, &["rev-parse", &format!("{tip}^{{tree}}")]);
         let mut pack = fx
             .env
             .cmd("git")
-            .current_dir(&wt)
+            .current_dir(wt)
             .args(["pack-objects", "--stdout", "-q"])
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
@@ -1338,23 +1342,13 @@ fn c13_a_pack_without_the_tip_is_refused_though_the_alternates_have_it() {
         assert!(pack.status.success() && !pack.stdout.is_empty());
         let mut forged = bytes[..end].to_vec();
         forged.extend_from_slice(&pack.stdout);
-        fs::write(&b[0], forged).unwrap();
+        fs::write(bundle, forged).unwrap();
     });
-    assert_code(&o, 1);
-    assert_eq!(reasons(&o), ["archive-unverified"], "{}", stdout(&o));
     assert!(
         stdout(&o).contains("is not in the bundle's pack"),
         "{}",
         stdout(&o)
     );
-    assert_eq!(manifest(&wt), before);
-    assert!(bundles(&fx, &id).is_empty(), "the bad bundle is not kept");
-    assert_eq!(
-        fs::read_dir(fx.env.state.join("scratch")).unwrap().count(),
-        0,
-        "no scratch left"
-    );
-    fx.assert_clean();
 }
 
 #[test]

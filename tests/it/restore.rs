@@ -3,7 +3,7 @@
 //! never over newer work.
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use crate::support::*;
 
@@ -428,26 +428,7 @@ fn restore_reuses_a_branch_at_the_tip_and_names_each_further_copy_apart() {
 #[test]
 fn a_sha256_repository_archives_and_restores_in_its_own_object_format() {
     let env = TestEnv::new();
-    let remote = env.root.join("remote.git");
-    let repo = env.root.join("repo");
-    let init = |args: &[&str], path: &Path| {
-        let mut a = vec!["init", "-q", "--object-format=sha256", "-b", "main"];
-        a.extend_from_slice(args);
-        a.push(path.to_str().unwrap());
-        env.git(&env.root, &a);
-    };
-    init(&["--bare"], &remote);
-    init(&[], &repo);
-    fs::write(repo.join("README"), "hello\n").unwrap();
-    env.git(&repo, &["add", "."]);
-    env.git(&repo, &["commit", "-qm", "initial"]);
-    env.git(
-        &repo,
-        &["remote", "add", "origin", remote.to_str().unwrap()],
-    );
-    env.git(&repo, &["push", "-q", "origin", "main"]);
-    env.git(&repo, &["fetch", "-q", "origin"]);
-    env.git(&repo, &["remote", "set-head", "origin", "main"]);
+    let repo = env.repo_with(&["--object-format=sha256"]);
     let (id, tip) = archived(&env, &repo, "feat");
     assert_eq!(tip.len(), 64, "a sha256 id: {tip}");
     let rec = env.record_of(&id);

@@ -230,23 +230,23 @@ impl TestEnv {
     /// A repository `repo` cloned from a bare `remote.git`, with one commit
     /// pushed to `main` and `origin/HEAD` set: the durable ref exists.
     pub(crate) fn repo(&self) -> PathBuf {
+        self.repo_with(&[])
+    }
+
+    /// [`TestEnv::repo`] with `init_args` added to both `git init`s (for
+    /// example `--object-format=sha256`).
+    pub(crate) fn repo_with(&self, init_args: &[&str]) -> PathBuf {
+        let init = |extra: &[&str], path: &Path| {
+            let mut a = vec!["init", "-q", "-b", "main"];
+            a.extend_from_slice(init_args);
+            a.extend_from_slice(extra);
+            a.push(path.to_str().unwrap());
+            self.git(&self.root, &a);
+        };
         let remote = self.root.join("remote.git");
-        self.git(
-            &self.root,
-            &[
-                "init",
-                "-q",
-                "--bare",
-                "-b",
-                "main",
-                remote.to_str().unwrap(),
-            ],
-        );
+        init(&["--bare"], &remote);
         let repo = self.root.join("repo");
-        self.git(
-            &self.root,
-            &["init", "-q", "-b", "main", repo.to_str().unwrap()],
-        );
+        init(&[], &repo);
         fs::write(repo.join("README"), "hello\n").unwrap();
         fs::write(repo.join(".gitignore"), ".env\ntarget/\n").unwrap();
         self.git(&repo, &["add", "."]);
